@@ -1,0 +1,308 @@
+//! Command-line interface: flags parsed into typed options, and the dispatch to each command.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::bench;
+use crate::crafter::{textures, trace, Action, Env, EnvConfig, TextureSet};
+
+/// Exit code for bad usage or input.
+pub const EXIT_USAGE: i32 = 2;
+
+/// An error that ends the program with a specific exit code and a one-line message.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CliError {
+    /// Process exit code.
+    pub code: i32,
+    /// One-line message.
+    pub message: String,
+}
+
+impl CliError {
+    /// A usage/input error (exit 2).
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError {
+            code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+}
+
+/// vlm-eval: evaluate vision-language models on Crafter, fast and reproducibly.
+#[derive(Parser, Debug)]
+#[command(name = "vlm-eval", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// The Crafter environment on its own (no model).
+    #[command(subcommand)]
+    Env(EnvCommand),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Crafter's texture files.
+    #[command(subcommand)]
+    Assets(AssetsCommand),
+}
+
+/// `vlm-eval env …`
+#[derive(Subcommand, Debug)]
+pub enum EnvCommand {
+    /// Play seeded random (or given) actions and print JSONL reset/step records.
+    Trace(TraceArgs),
+}
+
+/// `vlm-eval bench …`
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Environment throughput: random policy with resets, reset time, render time.
+    Env(BenchEnvArgs),
+}
+
+/// `vlm-eval assets …`
+#[derive(Subcommand, Debug)]
+pub enum AssetsCommand {
+    /// Download crafter 1.8.3's sdist with pip, verify its textures and cache them.
+    Fetch {
+        /// Directory to write the textures to (default: the per-user cache).
+        #[arg(long)]
+        dest: Option<PathBuf>,
+    },
+    /// Say which texture set would be used and where it comes from.
+    Which {
+        /// Directory with crafter's textures.
+        #[arg(long, env = "CRAFTER_ASSETS")]
+        assets: Option<PathBuf>,
+    },
+}
+
+/// Geometry and texture flags shared by env commands.
+#[derive(Args, Debug, Clone)]
+pub struct EnvArgs {
+    /// Frame size in pixels: W or W,H.
+    #[arg(long, default_value = "64", value_parser = parse_pair)]
+    pub size: [usize; 2],
+    /// World area in tiles: W,H (or W).
+    #[arg(long, default_value = "64,64", value_parser = parse_pair)]
+    pub area: [usize; 2],
+    /// View in tiles: W,H (or W), including the two inventory rows.
+    #[arg(long, default_value = "9,9", value_parser = parse_pair)]
+    pub view: [usize; 2],
+    /// Episode length in steps (0: unlimited).
+    #[arg(long, default_value_t = 10_000)]
+    pub length: u32,
+    /// Directory with crafter's official textures (else $CRAFTER_ASSETS, the cache, or an
+    /// installed crafter package; else built-in sprites).
+    #[arg(long)]
+    pub assets: Option<PathBuf>,
+}
+
+/// `vlm-eval env trace` flags.
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// Env seed.
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub seed: i64,
+    /// Number of steps.
+    #[arg(long, default_value_t = 100)]
+    pub steps: u64,
+    /// Seed of the action stream `RandomState(A).randint(0, 17)`.
+    #[arg(long, default_value_t = 0)]
+    pub action_seed: u32,
+    /// Play these actions (ids or names, comma-separated, cycled) instead of random ones.
+    #[arg(long, value_delimiter = ',')]
+    pub actions: Option<Vec<String>>,
+    /// Refill health to 9 before each step (both tracers implement it), for long episodes.
+    #[arg(long)]
+    pub immortal: bool,
+    /// Geometry and textures.
+    #[command(flatten)]
+    pub env: EnvArgs,
+}
+
+/// `vlm-eval bench env` flags.
+#[derive(Args, Debug)]
+pub struct BenchEnvArgs {
+    /// Steps of the random policy to time.
+    #[arg(long, default_value_t = 200_000)]
+    pub steps: u64,
+    /// Frame size in pixels: W or W,H.
+    #[arg(long, default_value = "64", value_parser = parse_pair)]
+    pub size: [usize; 2],
+    /// Skip rendering (the RNG still advances exactly as a render would).
+    #[arg(long)]
+    pub no_render: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Directory with crafter's textures.
+    #[arg(long)]
+    pub assets: Option<PathBuf>,
+}
+
+/// Parse `W` or `W,H` (also `WxH`) into a pair of positive integers.
+pub fn parse_pair(s: &str) -> Result<[usize; 2], String> {
+    let parts: Vec<&str> = s.split([',', 'x']).map(str::trim).collect();
+    let num = |p: &str| {
+        p.parse::<usize>()
+            .map_err(|_| format!("'{s}' is not W or W,H with positive whole numbers"))
+    };
+    let pair = match parts.as_slice() {
+        [w] => [num(w)?; 2],
+        [w, h] => [num(w)?, num(h)?],
+        _ => return Err(format!("'{s}' is not W or W,H")),
+    };
+    if pair.contains(&0) {
+        return Err(format!("'{s}' has a zero side; sizes must be positive"));
+    }
+    Ok(pair)
+}
+
+/// Load textures as the env commands do, logging the built-in fallback warning.
+pub fn load_textures(assets: Option<&std::path::Path>) -> Result<TextureSet, CliError> {
+    let (set, warning) =
+        TextureSet::discover(assets).map_err(|e| CliError::usage(e.to_string()))?;
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    Ok(set)
+}
+
+fn env_config(a: &EnvArgs, seed: i64, render: bool) -> Result<EnvConfig, CliError> {
+    let area = [
+        i32::try_from(a.area[0]).unwrap_or(i32::MAX),
+        i32::try_from(a.area[1]).unwrap_or(i32::MAX),
+    ];
+    let cfg = EnvConfig {
+        area,
+        view: a.view,
+        size: a.size,
+        length: Some(a.length),
+        seed,
+        render,
+    };
+    cfg.validate().map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(cfg)
+}
+
+/// Parse an action given as an id (0..=16) or a canonical name.
+pub fn parse_action(s: &str) -> Result<Action, CliError> {
+    let s = s.trim();
+    let found = match s.parse::<i64>() {
+        Ok(id) => Action::from_id(id),
+        Err(_) => Action::from_name(s),
+    };
+    found.ok_or_else(|| {
+        CliError::usage(format!(
+            "unknown action '{s}': use an id 0..=16 or a name such as noop, move_left, do, place_table"
+        ))
+    })
+}
+
+/// Run a parsed command.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Env(EnvCommand::Trace(a)) => cmd_trace(a),
+        Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a),
+        Command::Assets(AssetsCommand::Fetch { dest }) => {
+            let dir = textures::fetch_official(dest.as_deref()).map_err(|e| CliError {
+                code: 1,
+                message: e.to_string(),
+            })?;
+            println!(
+                "crafter 1.8.3 textures verified and saved to {}",
+                dir.display()
+            );
+            Ok(())
+        }
+        Command::Assets(AssetsCommand::Which { assets }) => {
+            let set = load_textures(assets.as_deref())?;
+            match set.source() {
+                textures::TextureSource::Official { dir } => {
+                    println!(
+                        "official {} (fingerprint {})",
+                        dir.display(),
+                        set.fingerprint()
+                    )
+                }
+                textures::TextureSource::Builtin => {
+                    println!("builtin (fingerprint {})", set.fingerprint())
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn cmd_trace(a: TraceArgs) -> Result<(), CliError> {
+    let cfg = env_config(&a.env, a.seed, true)?;
+    let actions = match &a.actions {
+        Some(list) => Some(
+            list.iter()
+                .map(|s| parse_action(s))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        None => None,
+    };
+    if matches!(&actions, Some(v) if v.is_empty()) {
+        return Err(CliError::usage(
+            "--actions is empty: give at least one action",
+        ));
+    }
+    let textures = load_textures(a.env.assets.as_deref())?;
+    let mut env = Env::new(cfg, &textures).map_err(|e| CliError::usage(e.to_string()))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut failed = None;
+    let options = trace::TraceOptions {
+        steps: a.steps,
+        action_seed: a.action_seed,
+        actions,
+        immortal: a.immortal,
+    };
+    trace::run_trace(&mut env, &options, |record| {
+        if failed.is_none() {
+            if let Err(e) = writeln!(out, "{record}") {
+                failed = Some(e);
+            }
+        }
+    });
+    if let Some(e) = failed.or_else(|| out.flush().err()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(CliError {
+                code: 1,
+                message: format!("cannot write the trace: {e}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn cmd_bench_env(a: BenchEnvArgs) -> Result<(), CliError> {
+    let env_args = EnvArgs {
+        size: a.size,
+        area: [64, 64],
+        view: [9, 9],
+        length: 10_000,
+        assets: a.assets.clone(),
+    };
+    let cfg = env_config(&env_args, 0, !a.no_render)?;
+    let textures = load_textures(a.assets.as_deref())?;
+    let report =
+        bench::bench_env(&cfg, &textures, a.steps).map_err(|e| CliError::usage(e.to_string()))?;
+    if a.json {
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    } else {
+        println!("{report}");
+    }
+    Ok(())
+}

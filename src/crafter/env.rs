@@ -1,0 +1,384 @@
+//! The environment (crafter's `Env`): episodes with per-episode world seeds, the step loop,
+//! chunk balancing, daylight, rewards and termination.
+
+use super::hash::world_seed;
+use super::render::Renderer;
+use super::rules::{Action, Material, N_ACHIEVEMENTS};
+use super::textures::TextureSet;
+use super::world::{l1, Kind, Object, World, PLAYER};
+use super::worldgen;
+
+/// Environment options, matching crafter's `Env(area, view, size, length, seed)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnvConfig {
+    /// World size in tiles (width, height).
+    pub area: [i32; 2],
+    /// View in tiles (columns, rows), including the inventory rows.
+    pub view: [usize; 2],
+    /// Frame size in pixels (width, height).
+    pub size: [usize; 2],
+    /// Episode length in steps (`None` or 0: unlimited).
+    pub length: Option<u32>,
+    /// Env seed (Python int); episode `e` uses world seed `hash((seed, e)) % (2**31 - 1)`.
+    pub seed: i64,
+    /// Render frames; when false, steps still advance the RNG exactly as rendering would.
+    pub render: bool,
+}
+
+impl Default for EnvConfig {
+    fn default() -> Self {
+        EnvConfig {
+            area: [64, 64],
+            view: [9, 9],
+            size: [64, 64],
+            length: Some(10_000),
+            seed: 0,
+            render: true,
+        }
+    }
+}
+
+/// Invalid environment options.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum EnvError {
+    /// A size, view or area that crafter cannot render.
+    #[error("invalid {what} {value}: {why}")]
+    Invalid {
+        what: &'static str,
+        value: String,
+        why: String,
+    },
+}
+
+impl EnvConfig {
+    /// Check the options, naming the bad one.
+    pub fn validate(&self) -> Result<(), EnvError> {
+        let bad = |what, value: String, why: &str| {
+            Err(EnvError::Invalid {
+                what,
+                value,
+                why: why.to_string(),
+            })
+        };
+        if self.area.iter().any(|&a| !(1..=1024).contains(&a)) {
+            return bad(
+                "--area",
+                format!("{}x{}", self.area[0], self.area[1]),
+                "each side must be 1..=1024 tiles",
+            );
+        }
+        if self.view.iter().any(|&v| !(1..=64).contains(&v)) {
+            return bad(
+                "--view",
+                format!("{}x{}", self.view[0], self.view[1]),
+                "each side must be 1..=64 tiles",
+            );
+        }
+        let item_rows = 16usize.div_ceil(self.view[0]);
+        if self.view[1] <= item_rows {
+            return bad(
+                "--view",
+                format!("{}x{}", self.view[0], self.view[1]),
+                &format!("needs more than {item_rows} rows (the inventory takes {item_rows})"),
+            );
+        }
+        for axis in 0..2 {
+            let s = self.size[axis];
+            if s < self.view[axis] || s > 4096 {
+                return bad(
+                    "--size",
+                    format!("{}x{}", self.size[0], self.size[1]),
+                    &format!(
+                        "each side must be between the view ({}x{} tiles, one pixel per tile) and 4096 pixels",
+                        self.view[0], self.view[1]
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one step returned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepOutcome {
+    /// crafter's reward: health change / 10, plus 1 when any achievement is new this episode.
+    pub reward: f64,
+    /// Episode over (death or length).
+    pub done: bool,
+    /// The player died (`discount == 0`).
+    pub dead: bool,
+    /// Achievements (indices into `ACHIEVEMENT_NAMES`) unlocked for the first time this step.
+    pub unlocked: Vec<usize>,
+}
+
+/// Daylight at a step: `1 - |cos(pi * ((step / 300) % 1 + 0.3))| ** 3`.
+pub fn daylight(step: u32) -> f64 {
+    let progress = (step as f64 / 300.0) % 1.0 + 0.3;
+    1.0 - (std::f64::consts::PI * progress).cos().abs().powf(3.0)
+}
+
+/// One Crafter environment.
+#[derive(Clone)]
+pub struct Env {
+    cfg: EnvConfig,
+    world: World,
+    renderer: Renderer,
+    frame: Vec<u8>,
+    episode: i64,
+    step: u32,
+    world_seed: u32,
+    simplex_seed: i64,
+    unlocked: [bool; N_ACHIEVEMENTS],
+    last_health: i32,
+    buckets: Vec<Vec<u32>>,
+}
+
+impl Env {
+    /// A new environment (call `reset` before stepping).
+    pub fn new(cfg: EnvConfig, textures: &TextureSet) -> Result<Env, EnvError> {
+        cfg.validate()?;
+        let renderer = Renderer::new(textures, cfg.size, cfg.view);
+        let frame = vec![0; cfg.size[0] * cfg.size[1] * 3];
+        let mut world = World::new(cfg.area, 0);
+        world.add(Object::new(
+            Kind::Player,
+            [cfg.area[0] / 2, cfg.area[1] / 2],
+        ));
+        Ok(Env {
+            world,
+            cfg,
+            renderer,
+            frame,
+            episode: 0,
+            step: 0,
+            world_seed: 0,
+            simplex_seed: 0,
+            unlocked: [false; N_ACHIEVEMENTS],
+            last_health: 9,
+            buckets: Vec::new(),
+        })
+    }
+
+    /// Start the next episode (world seed from `(seed, episode)`); returns the first frame.
+    pub fn reset(&mut self) -> &[u8] {
+        self.episode += 1;
+        self.step = 0;
+        self.world_seed = world_seed(self.cfg.seed, self.episode);
+        let mut world = World::new(self.cfg.area, self.world_seed);
+        world.daylight = daylight(0);
+        let center = [self.cfg.area[0] / 2, self.cfg.area[1] / 2];
+        world.add(Object::new(Kind::Player, center));
+        self.simplex_seed = worldgen::generate(&mut world);
+        self.world = world;
+        self.last_health = 9;
+        self.unlocked = [false; N_ACHIEVEMENTS];
+        self.observe();
+        &self.frame
+    }
+
+    fn observe(&mut self) {
+        if self.cfg.render {
+            self.renderer.render(&mut self.world, &mut self.frame);
+        } else {
+            self.renderer.skip(&mut self.world);
+        }
+    }
+
+    /// Apply one action (stepping after `done` continues the game, as crafter does).
+    pub fn step(&mut self, action: Action) -> StepOutcome {
+        self.step += 1;
+        self.world.daylight = daylight(self.step);
+        self.world.player.action = action;
+        let reach = 2 * self.cfg.view[0].max(self.cfg.view[1]) as i32;
+        // Iterate the ids live at the start of the step (new objects wait a step; an object
+        // removed during its own update still finishes it).
+        let snapshot = self.world.live.clone();
+        for id in snapshot {
+            let pos = self.world.objects[id as usize].pos;
+            if l1(self.world.player_pos(), pos) < reach {
+                self.world.update_object(id);
+            }
+        }
+        if self.step.is_multiple_of(10) {
+            self.balance();
+        }
+        self.observe();
+        let health = self.world.health(PLAYER);
+        let mut reward = (health - self.last_health) as f64 / 10.0;
+        self.last_health = health;
+        let mut unlocked = Vec::new();
+        for (i, &count) in self.world.player.achievements.iter().enumerate() {
+            if count > 0 && !self.unlocked[i] {
+                self.unlocked[i] = true;
+                unlocked.push(i);
+            }
+        }
+        if !unlocked.is_empty() {
+            reward += 1.0;
+        }
+        let dead = health <= 0;
+        let over = matches!(self.cfg.length, Some(l) if l > 0 && self.step >= l);
+        StepOutcome {
+            reward,
+            done: dead || over,
+            dead,
+            unlocked,
+        }
+    }
+
+    fn balance(&mut self) {
+        let light = self.world.daylight;
+        let order = self.world.chunk_order.clone();
+        let mut buckets = std::mem::take(&mut self.buckets);
+        buckets.resize_with(self.world.chunk_slots(), Vec::new);
+        for b in buckets.iter_mut() {
+            b.clear();
+        }
+        for &id in &self.world.live {
+            let o = &self.world.objects[id as usize];
+            if matches!(o.kind, Kind::Zombie | Kind::Skeleton | Kind::Cow) {
+                buckets[self.world.chunk_of(o.pos) as usize].push(id);
+            }
+        }
+        for c in order {
+            let bounds = self.world.chunk_bounds(c);
+            let ids = &buckets[c as usize];
+            let grass = self.world.count_in(bounds, Material::Grass);
+            let path = self.world.count_in(bounds, Material::Path);
+            let zmax = 3.5 - 3.0 * light;
+            let zmin = if grass < 50 { 0.0 } else { zmax };
+            self.balance_kind(
+                bounds,
+                ids,
+                Kind::Zombie,
+                Material::Grass,
+                grass,
+                [6, 0],
+                [0.3, 0.4],
+                [zmin, zmax],
+            );
+            let smin = if path < 6 { 0.0 } else { 1.0 };
+            self.balance_kind(
+                bounds,
+                ids,
+                Kind::Skeleton,
+                Material::Path,
+                path,
+                [7, 7],
+                [0.1, 0.1],
+                [smin, 2.0],
+            );
+            let cmin = if grass < 30 { 0.0 } else { 1.0 };
+            self.balance_kind(
+                bounds,
+                ids,
+                Kind::Cow,
+                Material::Grass,
+                grass,
+                [5, 5],
+                [0.01, 0.1],
+                [cmin, 1.5 + light],
+            );
+        }
+        self.buckets = buckets;
+    }
+
+    /// crafter's `_balance_object` with creatures in creation order.
+    #[allow(clippy::too_many_arguments)]
+    fn balance_kind(
+        &mut self,
+        bounds: [i32; 4],
+        ids: &[u32],
+        kind: Kind,
+        material: Material,
+        space: usize,
+        dist: [i32; 2],
+        prob: [f64; 2],
+        target: [f64; 2],
+    ) {
+        let world = &mut self.world;
+        let creatures: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| world.objects[id as usize].kind == kind)
+            .collect();
+        let n = creatures.len() as i64;
+        if n < target[0] as i64 && world.rng.next_double() < prob[0] {
+            let i = world.rng.randint(0, space as i64) as usize;
+            if let Some(pos) = world.nth_cell(bounds, material, i) {
+                if world.object_at(pos) == 0 && l1(world.player_pos(), pos) >= dist[0] {
+                    world.add(Object::new(kind, pos));
+                }
+            }
+        } else if n > target[1] as i64 && world.rng.next_double() < prob[1] {
+            let victim = creatures[world.rng.randint(0, n) as usize];
+            if l1(world.player_pos(), world.objects[victim as usize].pos) >= dist[1] {
+                world.remove(victim);
+            }
+        }
+    }
+
+    /// The last rendered frame (height × width × 3); stale when rendering is off.
+    pub fn frame(&self) -> &[u8] {
+        &self.frame
+    }
+
+    /// Re-render the current state at the env's size (draws night noise from the game RNG,
+    /// exactly like an extra `env.render()` in crafter).
+    pub fn render(&mut self) -> &[u8] {
+        self.renderer.render(&mut self.world, &mut self.frame);
+        &self.frame
+    }
+
+    /// The world (read-only).
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// Options.
+    pub fn config(&self) -> &EnvConfig {
+        &self.cfg
+    }
+
+    /// Current episode number (1 after the first reset).
+    pub fn episode(&self) -> i64 {
+        self.episode
+    }
+
+    /// Steps taken in this episode.
+    pub fn step_count(&self) -> u32 {
+        self.step
+    }
+
+    /// This episode's world seed.
+    pub fn world_seed(&self) -> u32 {
+        self.world_seed
+    }
+
+    /// This episode's OpenSimplex seed (the first draw of the world RNG).
+    pub fn simplex_seed(&self) -> i64 {
+        self.simplex_seed
+    }
+
+    /// Set the player's health (clamped at 0), as `env._player.health = v` does in crafter;
+    /// for test scenarios such as `env trace --immortal`.
+    pub fn set_player_health(&mut self, value: i32) {
+        self.world.set_health(PLAYER, value);
+    }
+
+    /// Apply an action given by its numeric id, rejecting ids outside 0..=16.
+    pub fn step_id(&mut self, id: i64) -> Result<StepOutcome, EnvError> {
+        let action = Action::from_id(id).ok_or_else(|| EnvError::Invalid {
+            what: "action id",
+            value: id.to_string(),
+            why: "valid ids are 0..=16".into(),
+        })?;
+        Ok(self.step(action))
+    }
+
+    /// Achievements unlocked so far this episode.
+    pub fn unlocked(&self) -> &[bool; N_ACHIEVEMENTS] {
+        &self.unlocked
+    }
+}

@@ -1,0 +1,496 @@
+//! Frame rendering, byte-identical to crafter's `LocalView` + `ItemView` with Pillow's exact
+//! arithmetic (accumulated NEAREST resize, float32 alpha blend, RGB→L, `Image.blend`).
+//! Night frames draw their noise from the game RNG, exactly as crafter does.
+
+use super::rules::{Material, ITEM_NAMES, N_ITEMS};
+use super::textures::{Texture, TextureSet};
+use super::world::{Kind, World, PLAYER};
+
+/// A texture resized to one cell size, row-major `[y][x][c]`.
+#[derive(Clone, Debug)]
+struct Sprite {
+    w: usize,
+    h: usize,
+    channels: usize,
+    data: Vec<u8>,
+}
+
+/// Pillow's NEAREST source index map for `src → dst` (accumulated float coordinate).
+pub fn nearest_map(src: usize, dst: usize) -> Vec<usize> {
+    let scale = src as f64 / dst as f64;
+    let mut xo = scale * 0.5;
+    let mut out = Vec::with_capacity(dst);
+    for _ in 0..dst {
+        out.push((xo as usize).min(src.saturating_sub(1)));
+        xo += scale;
+    }
+    out
+}
+
+fn resize(t: &Texture, w: usize, h: usize) -> Sprite {
+    let (mx, my) = (nearest_map(t.width, w), nearest_map(t.height, h));
+    let c = t.channels;
+    let mut data = Vec::with_capacity(w * h * c);
+    for &sy in &my {
+        for &sx in &mx {
+            let i = (sy * t.width + sx) * c;
+            data.extend_from_slice(&t.data[i..i + c]);
+        }
+    }
+    Sprite {
+        w,
+        h,
+        channels: c,
+        data,
+    }
+}
+
+/// An RGB canvas, row-major `[y][x][3]`.
+struct Canvas<'a> {
+    w: usize,
+    data: &'a mut [u8],
+}
+
+impl Canvas<'_> {
+    /// crafter's `_draw`: copy RGB, dropping alpha.
+    fn draw(&mut self, x0: usize, y0: usize, s: &Sprite) {
+        for y in 0..s.h {
+            let row = ((y0 + y) * self.w + x0) * 3;
+            for x in 0..s.w {
+                let src = (y * s.w + x) * s.channels;
+                let dst = row + x * 3;
+                self.data[dst..dst + 3].copy_from_slice(&s.data[src..src + 3]);
+            }
+        }
+    }
+
+    /// crafter's `_draw_alpha`: float32 alpha blend, truncated.
+    fn draw_alpha(&mut self, x0: usize, y0: usize, s: &Sprite) {
+        if s.channels != 4 {
+            return self.draw(x0, y0, s);
+        }
+        for y in 0..s.h {
+            let row = ((y0 + y) * self.w + x0) * 3;
+            for x in 0..s.w {
+                let src = (y * s.w + x) * 4;
+                let a = s.data[src + 3] as f32 / 255.0;
+                let dst = row + x * 3;
+                for c in 0..3 {
+                    let t = s.data[src + c] as f32 / 255.0;
+                    let cur = self.data[dst + c] as f32 / 255.0;
+                    let blended = a * t + (1.0 - a) * cur;
+                    self.data[dst + c] = (255.0f32 * blended) as u8;
+                }
+            }
+        }
+    }
+}
+
+/// Pillow's RGB→L.
+#[inline]
+fn luma(r: u8, g: u8, b: u8) -> u8 {
+    ((r as u32 * 19595 + g as u32 * 38470 + b as u32 * 7471 + 0x8000) >> 16) as u8
+}
+
+/// Pillow's `Image.blend(gray, img, alpha)` for one channel, in float32.
+#[inline]
+fn blend(gray: u8, v: u8, alpha: f32) -> u8 {
+    (gray as f32 + alpha * (v as i32 - gray as i32) as f32) as u8
+}
+
+/// crafter's `_light` (+ `_sleep`) for one pixel: `c` is the composed colour, `n` the colour
+/// after night noise (equal to `c` by day).
+struct Light {
+    daylight: f64,
+    sleeping: bool,
+}
+
+impl Light {
+    fn new(daylight: f64, sleeping: bool) -> Light {
+        Light { daylight, sleeping }
+    }
+
+    #[inline]
+    fn apply(&self, c: [u8; 3], n: [u8; 3]) -> [u8; 3] {
+        const TINT: [f64; 3] = [0.0, 16.0, 64.0];
+        let dl = self.daylight;
+        let l = luma(n[0], n[1], n[2]);
+        let mut px = [0f64; 3];
+        for ch in 0..3 {
+            let col = blend(l, n[ch], 0.4);
+            let t = 0.5 * col as f64 + 0.5 * TINT[ch];
+            px[ch] = dl * c[ch] as f64 + (1.0 - dl) * t;
+        }
+        if self.sleeping {
+            let g = luma(px[0] as u8, px[1] as u8, px[2] as u8) as f64;
+            px = [0.5 * g, 0.5 * g, 0.5 * g + 0.5 * 16.0];
+        }
+        px.map(|v| v as u8)
+    }
+}
+
+/// Frame geometry and resized textures for one (size, view) pair.
+#[derive(Clone)]
+pub struct Renderer {
+    size: [usize; 2],
+    unit: [usize; 2],
+    grid: [usize; 2],
+    view_x: usize,
+    border: [usize; 2],
+    materials: Vec<Sprite>,
+    player: [Sprite; 5],
+    arrows: [Sprite; 4],
+    cow: Sprite,
+    zombie: Sprite,
+    skeleton: Sprite,
+    plant: [Sprite; 2],
+    items: Vec<Sprite>,
+    digits: Vec<Sprite>,
+    vignette: Vec<f64>,
+    noise: Vec<f64>,
+    local: Vec<u8>,
+    lit: Vec<u8>,
+    cell_buf: Vec<u8>,
+}
+
+/// Material slot used for cells outside the world (drawn grey).
+const OUTSIDE: usize = 13;
+
+impl Renderer {
+    /// Prepare rendering at `size` (width, height) pixels for a `view` of (cols, rows) tiles.
+    /// Callers validate that every unit is at least 1 pixel.
+    pub fn new(textures: &TextureSet, size: [usize; 2], view: [usize; 2]) -> Renderer {
+        let unit = [size[0] / view[0], size[1] / view[1]];
+        let item_rows = N_ITEMS.div_ceil(view[0]);
+        let grid = [view[0], view[1] - item_rows];
+        let get = |name: &str, w: usize, h: usize| {
+            let t = textures.get(name).unwrap_or_else(|| {
+                textures
+                    .get("unknown")
+                    .expect("texture sets always include 'unknown'")
+            });
+            resize(t, w, h)
+        };
+        let cell = |name: &str| get(name, unit[0], unit[1]);
+        let icon = [
+            (0.8 * unit[0] as f64) as usize,
+            (0.8 * unit[1] as f64) as usize,
+        ];
+        let digit = [
+            (0.6 * unit[0] as f64) as usize,
+            (0.6 * unit[1] as f64) as usize,
+        ];
+        let (w, h) = (grid[0] * unit[0], grid[1] * unit[1]);
+        let lin = |n: usize| -> Vec<f64> {
+            if n == 1 {
+                return vec![-1.0];
+            }
+            let step = 2.0 / (n - 1) as f64;
+            let mut v: Vec<f64> = (0..n).map(|i| i as f64 * step + -1.0).collect();
+            v[n - 1] = 1.0;
+            v
+        };
+        let (lx, ly) = (lin(w), lin(h));
+        let mut vignette = Vec::with_capacity(w * h);
+        for x in &lx {
+            for y in &ly {
+                vignette.push(1.0 - (-0.5 * (x * x + y * y) / 0.25).exp());
+            }
+        }
+        Renderer {
+            size,
+            unit,
+            grid,
+            view_x: view[0],
+            border: [
+                (size[0] - unit[0] * view[0]) / 2,
+                (size[1] - unit[1] * view[1]) / 2,
+            ],
+            materials: Material::ALL.iter().map(|m| cell(m.name())).collect(),
+            player: [
+                "player-left",
+                "player-right",
+                "player-up",
+                "player-down",
+                "player-sleep",
+            ]
+            .map(cell),
+            arrows: ["arrow-left", "arrow-right", "arrow-up", "arrow-down"].map(cell),
+            cow: cell("cow"),
+            zombie: cell("zombie"),
+            skeleton: cell("skeleton"),
+            plant: ["plant", "plant-ripe"].map(cell),
+            items: ITEM_NAMES
+                .iter()
+                .map(|n| get(n, icon[0], icon[1]))
+                .collect(),
+            digits: (1..=9)
+                .map(|d| get(&d.to_string(), digit[0], digit[1]))
+                .collect(),
+            vignette,
+            noise: vec![0.0; w * h],
+            local: vec![0; w * h * 3],
+            lit: vec![0; (OUTSIDE + 1) * unit[0] * unit[1] * 3],
+            cell_buf: vec![0; unit[0] * unit[1] * 3],
+        }
+    }
+
+    /// Output size (width, height).
+    pub fn size(&self) -> [usize; 2] {
+        self.size
+    }
+
+    /// Pixels of the local (world) view: the number of noise doubles a night frame draws.
+    pub fn local_pixels(&self) -> usize {
+        self.grid[0] * self.unit[0] * self.grid[1] * self.unit[1]
+    }
+
+    fn dir_index(d: [i32; 2]) -> usize {
+        match d {
+            [-1, 0] => 0,
+            [1, 0] => 1,
+            [0, -1] => 2,
+            _ => 3,
+        }
+    }
+
+    /// Advance the RNG exactly as `render` would, without drawing pixels.
+    pub fn skip(&self, world: &mut World) {
+        if world.daylight < 0.5 {
+            world.rng.skip_doubles(self.local_pixels());
+        }
+    }
+
+    fn object_sprite(&self, world: &World, id: u32) -> &Sprite {
+        let o = &world.objects[id as usize];
+        match o.kind {
+            Kind::Player if id == PLAYER && world.player.sleeping => &self.player[4],
+            Kind::Player => &self.player[Self::dir_index(world.player.facing)],
+            Kind::Cow => &self.cow,
+            Kind::Zombie => &self.zombie,
+            Kind::Skeleton => &self.skeleton,
+            Kind::Arrow => &self.arrows[Self::dir_index(o.facing)],
+            Kind::Plant => &self.plant[o.ripe() as usize],
+        }
+    }
+
+    /// The world cell shown at grid cell (gx, gy): material slot (13 = outside, grey) and
+    /// object id (0 = none; the object map holds at most one object per cell).
+    fn cell(&self, world: &World, gx: usize, gy: usize) -> (usize, u32) {
+        let center = world.player_pos();
+        let off = [(self.grid[0] / 2) as i32, (self.grid[1] / 2) as i32];
+        let p = [
+            center[0] + gx as i32 - off[0],
+            center[1] + gy as i32 - off[1],
+        ];
+        if world.inside(p) {
+            (world.material(p) as usize, world.object_at(p))
+        } else {
+            (OUTSIDE, 0)
+        }
+    }
+
+    /// Compose one cell (material, then the object alpha-blended) into `buf` (`[y][x][3]`).
+    fn compose(&self, world: &World, slot: usize, obj: u32, buf: &mut [u8]) {
+        let [ux, uy] = self.unit;
+        let mut canvas = Canvas { w: ux, data: buf };
+        if slot == OUTSIDE {
+            canvas.data.fill(127);
+        } else {
+            canvas.draw(0, 0, &self.materials[slot]);
+        }
+        if obj != 0 {
+            canvas.draw_alpha(0, 0, self.object_sprite(world, obj));
+        }
+        debug_assert_eq!(canvas.data.len(), ux * uy * 3);
+    }
+
+    /// Render the observation into `out` (height × width × 3, C order).
+    pub fn render(&mut self, world: &mut World, out: &mut [u8]) {
+        let dl = world.daylight;
+        let light = Light::new(dl, world.player.sleeping);
+        out.fill(0);
+        if dl < 0.5 {
+            self.render_night(world, out, &light);
+        } else {
+            self.render_day(world, out, &light);
+        }
+        self.draw_items(world, out);
+    }
+
+    /// Day frames: lighting depends only on a pixel's colour, so each material's lit cell is
+    /// computed once per frame and copied; cells with an object are lit pixel by pixel.
+    fn render_day(&mut self, world: &World, out: &mut [u8], light: &Light) {
+        let [ux, uy] = self.unit;
+        let cell_len = ux * uy * 3;
+        let out_w = self.size[0];
+        let mut lit = std::mem::take(&mut self.lit);
+        let mut buf = std::mem::take(&mut self.cell_buf);
+        let mut valid = [false; OUTSIDE + 1];
+        let mut memo = [(u32::MAX, [0u8; 3]); 256];
+        for gy in 0..self.grid[1] {
+            for gx in 0..self.grid[0] {
+                let (slot, obj) = self.cell(world, gx, gy);
+                let src: &[u8] = if obj == 0 {
+                    let cached = &mut lit[slot * cell_len..(slot + 1) * cell_len];
+                    if !valid[slot] {
+                        self.compose(world, slot, 0, cached);
+                        for px in cached.chunks_exact_mut(3) {
+                            let c = [px[0], px[1], px[2]];
+                            px.copy_from_slice(&light.apply(c, c));
+                        }
+                        valid[slot] = true;
+                    }
+                    cached
+                } else {
+                    self.compose(world, slot, obj, &mut buf);
+                    for px in buf.chunks_exact_mut(3) {
+                        let c = [px[0], px[1], px[2]];
+                        let key = u32::from_le_bytes([c[0], c[1], c[2], 0]);
+                        let entry = &mut memo[(key.wrapping_mul(0x9E37_79B1) >> 24) as usize];
+                        if entry.0 != key {
+                            *entry = (key, light.apply(c, c));
+                        }
+                        px.copy_from_slice(&entry.1);
+                    }
+                    &buf
+                };
+                let (x0, y0) = (self.border[0] + gx * ux, self.border[1] + gy * uy);
+                for (row, line) in src.chunks_exact(ux * 3).enumerate() {
+                    let o = ((y0 + row) * out_w + x0) * 3;
+                    out[o..o + ux * 3].copy_from_slice(line);
+                }
+            }
+        }
+        self.lit = lit;
+        self.cell_buf = buf;
+    }
+
+    /// Night frames: noise from the game RNG blended in with the vignette, pixel by pixel.
+    /// Works on planar channels in the noise's [x][y] order, in blocks the compiler can
+    /// vectorise; every value is in 0..=255 before each truncation, so the unchecked
+    /// conversions are exact.
+    #[allow(clippy::needless_range_loop)] // index loops over fixed blocks vectorise well
+    fn render_night(&mut self, world: &mut World, out: &mut [u8], light: &Light) {
+        let [ux, uy] = self.unit;
+        let h = self.grid[1] * uy;
+        let mut planes = std::mem::take(&mut self.local);
+        let mut buf = std::mem::take(&mut self.cell_buf);
+        let n_px = planes.len() / 3;
+        {
+            let (cr, rest) = planes.split_at_mut(n_px);
+            let (cg, cb) = rest.split_at_mut(n_px);
+            for gy in 0..self.grid[1] {
+                for gx in 0..self.grid[0] {
+                    let (slot, obj) = self.cell(world, gx, gy);
+                    self.compose(world, slot, obj, &mut buf);
+                    for yy in 0..uy {
+                        for xx in 0..ux {
+                            let i = (yy * ux + xx) * 3;
+                            let k = (gx * ux + xx) * h + gy * uy + yy;
+                            cr[k] = buf[i];
+                            cg[k] = buf[i + 1];
+                            cb[k] = buf[i + 2];
+                        }
+                    }
+                }
+            }
+        }
+        // Drawn in [x][y] order, as numpy fills uniform(32, 127, (W, H)).
+        world.rng.fill_uniform(32.0, 127.0, &mut self.noise);
+        let amount = 2.0 * (0.5 - world.daylight);
+        let dl = light.daylight;
+        let (bx, by) = (self.border[0], self.border[1]);
+        let out_w = self.size[0];
+        const B: usize = 64;
+        let (mut k0, mut x, mut y) = (0, 0, 0);
+        while k0 < n_px {
+            let len = B.min(n_px - k0);
+            let mut res = [[0u8; B]; 3];
+            let mut n = [[0i32; B]; 3];
+            for ch in 0..3 {
+                let c = &planes[ch * n_px + k0..ch * n_px + k0 + len];
+                for j in 0..len {
+                    let mask = amount * self.vignette[k0 + j];
+                    let v = (1.0 - mask) * c[j] as f64 + mask * self.noise[k0 + j];
+                    // SAFETY: v is a convex mix of values in [0, 127] and [0, 255].
+                    n[ch][j] = unsafe { v.to_int_unchecked::<i32>() };
+                }
+            }
+            let mut l = [0i32; B];
+            for j in 0..len {
+                l[j] = (n[0][j] * 19595 + n[1][j] * 38470 + n[2][j] * 7471 + 0x8000) >> 16;
+            }
+            let mut px = [[0f64; B]; 3];
+            for ch in 0..3 {
+                let tint = [0.0, 16.0, 64.0][ch];
+                let c = &planes[ch * n_px + k0..ch * n_px + k0 + len];
+                for j in 0..len {
+                    let col = l[j] as f32 + 0.4f32 * (n[ch][j] - l[j]) as f32;
+                    // SAFETY: col lies between l and n, both in 0..=255.
+                    let col = unsafe { col.to_int_unchecked::<i32>() };
+                    let t = 0.5 * col as f64 + 0.5 * tint;
+                    px[ch][j] = dl * c[j] as f64 + (1.0 - dl) * t;
+                }
+            }
+            if light.sleeping {
+                for j in 0..len {
+                    // SAFETY: px values are convex mixes of values in 0..=255.
+                    let q = px.map(|p| unsafe { p[j].to_int_unchecked::<i32>() });
+                    let g = ((q[0] * 19595 + q[1] * 38470 + q[2] * 7471 + 0x8000) >> 16) as f64;
+                    px[0][j] = 0.5 * g;
+                    px[1][j] = 0.5 * g;
+                    px[2][j] = 0.5 * g + 0.5 * 16.0;
+                }
+            }
+            for ch in 0..3 {
+                for j in 0..len {
+                    // SAFETY: as above, values are in 0..=255.
+                    res[ch][j] = unsafe { px[ch][j].to_int_unchecked::<i32>() } as u8;
+                }
+            }
+            for j in 0..len {
+                let o = ((by + y) * out_w + bx + x) * 3;
+                out[o] = res[0][j];
+                out[o + 1] = res[1][j];
+                out[o + 2] = res[2][j];
+                y += 1;
+                if y == h {
+                    y = 0;
+                    x += 1;
+                }
+            }
+            k0 += len;
+        }
+        self.local = planes;
+        self.cell_buf = buf;
+    }
+
+    /// The inventory rows, blended over black below the local view.
+    fn draw_items(&self, world: &World, out: &mut [u8]) {
+        let h = self.grid[1] * self.unit[1];
+        let (bx, by) = (self.border[0], self.border[1]);
+        let out_w = self.size[0];
+        // Inventory rows, drawn straight onto the (black) output below the local view.
+        let mut items = Canvas {
+            w: out_w,
+            data: out,
+        };
+        let inv = world.player.inventory;
+        for (index, &amount) in inv.iter().enumerate() {
+            if amount < 1 {
+                continue;
+            }
+            let cell = [index % self.view_x, index / self.view_x];
+            let at = |f: f64, axis: usize| {
+                (cell[axis] as f64 * self.unit[axis] as f64 + f * self.unit[axis] as f64) as usize
+            };
+            let (ix, iy) = (bx + at(0.1, 0), by + h + at(0.1, 1));
+            items.draw_alpha(ix, iy, &self.items[index]);
+            if (1..=9).contains(&amount) {
+                let (dx, dy) = (bx + at(0.4, 0), by + h + at(0.4, 1));
+                items.draw_alpha(dx, dy, &self.digits[amount as usize - 1]);
+            }
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The `vlm-eval` binary: parses flags, sets up logging and maps errors to exit codes.
+
+use clap::Parser;
+use vlm_eval::cli;
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("VLM_EVAL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+    let args = cli::Cli::parse();
+    if let Err(e) = cli::run(args) {
+        eprintln!("error: {e}");
+        std::process::exit(e.code);
+    }
+}

@@ -10,7 +10,7 @@ Stock crafter despawns `creatures[randint(0, n)]` from a list built by iterating
 whose order depends on memory addresses, so stock crafter is not reproducible even against
 itself. Like vlm-eval, this tracer uses the canonical order: creatures sorted by object id
 (creation order). `--immortal` refills health to 9 before each step (both sides implement it)
-so that one episode can run to the length limit.
+so that one episode can run to the length limit; `--actions do,noop,...` cycles fixed actions.
 """
 import argparse
 import hashlib
@@ -124,6 +124,8 @@ def main():
     parser.add_argument('--view', type=int, nargs=2, default=[9, 9])
     parser.add_argument('--length', type=int, default=10000)
     parser.add_argument('--immortal', action='store_true')
+    parser.add_argument('--actions', default=None,
+                        help='comma-separated action ids or names, cycled, instead of random ones')
     parser.add_argument('--out', default='-')
     args = parser.parse_args()
 
@@ -136,9 +138,17 @@ def main():
     def write(record):
         out.write(json.dumps(record, separators=(',', ':')) + '\n')
 
+    names = crafter.constants.actions
+    cycle = None
+    if args.actions:
+        cycle = [int(a) if a.strip().isdigit() else names.index(a.strip())
+                 for a in args.actions.split(',')]
     write(on_reset(env, env.reset()))
-    for _ in range(args.steps):
-        action = int(actions.randint(0, len(crafter.constants.actions)))
+    for t in range(args.steps):
+        if cycle:
+            action = cycle[t % len(cycle)]
+        else:
+            action = int(actions.randint(0, len(names)))
         if args.immortal and env._player.health < 9:
             env._player.health = 9
         obs, reward, done, info = env.step(action)

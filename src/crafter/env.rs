@@ -382,3 +382,115 @@ impl Env {
         &self.unlocked
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crafter::trace::sha256_hex;
+
+    #[test]
+    fn daylight_matches_crafter() {
+        assert_eq!(daylight(0), 0.7969251898544335);
+        assert_eq!(daylight(60), 1.0);
+        assert!(daylight(210) < 1e-12);
+        // Night (noise-drawing) frames are steps 148..=272 of each 300-step cycle.
+        let night: Vec<u32> = (0..300).filter(|&s| daylight(s) < 0.5).collect();
+        assert_eq!(
+            (night[0], *night.last().unwrap(), night.len()),
+            (148, 272, 125)
+        );
+    }
+
+    #[test]
+    fn reset_builds_crafters_reference_world() {
+        let mut env = Env::new(EnvConfig::default(), &TextureSet::builtin()).unwrap();
+        env.reset();
+        assert_eq!(env.world_seed(), 1256191933);
+        assert_eq!(env.simplex_seed(), 487388145);
+        let w = env.world();
+        assert_eq!(
+            sha256_hex(&w.mat),
+            "e6448727016242eab40bd728494d57799fcdb2bd9a014cd50961490421b3a873"
+        );
+        let count = |k: Kind| {
+            w.live
+                .iter()
+                .filter(|&&id| w.objects[id as usize].kind == k)
+                .count()
+        };
+        assert_eq!(
+            (count(Kind::Cow), count(Kind::Zombie), count(Kind::Skeleton)),
+            (44, 18, 7)
+        );
+    }
+
+    #[test]
+    fn invalid_options_and_actions_are_errors() {
+        let bad = |cfg: EnvConfig| {
+            Env::new(cfg, &TextureSet::builtin())
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert!(bad(EnvConfig {
+            size: [0, 64],
+            ..EnvConfig::default()
+        })
+        .contains("--size"));
+        assert!(bad(EnvConfig {
+            size: [8, 64],
+            ..EnvConfig::default()
+        })
+        .contains("--size"));
+        assert!(bad(EnvConfig {
+            view: [9, 2],
+            ..EnvConfig::default()
+        })
+        .contains("--view"));
+        assert!(bad(EnvConfig {
+            area: [0, 64],
+            ..EnvConfig::default()
+        })
+        .contains("--area"));
+        let mut env = Env::new(EnvConfig::default(), &TextureSet::builtin()).unwrap();
+        env.reset();
+        assert!(env.step_id(17).unwrap_err().to_string().contains("0..=16"));
+        assert!(env.step_id(-1).is_err());
+        assert!(env.step_id(16).is_ok());
+    }
+
+    #[test]
+    fn no_render_mode_keeps_dynamics_identical() {
+        let textures = TextureSet::builtin();
+        let mut a = Env::new(
+            EnvConfig {
+                seed: 4,
+                ..EnvConfig::default()
+            },
+            &textures,
+        )
+        .unwrap();
+        let mut b = Env::new(
+            EnvConfig {
+                seed: 4,
+                render: false,
+                ..EnvConfig::default()
+            },
+            &textures,
+        )
+        .unwrap();
+        a.reset();
+        b.reset();
+        let mut actions = crate::crafter::rng::RandomState::new(1);
+        for _ in 0..600 {
+            let act = Action::ALL[actions.randint(0, 17) as usize];
+            let (x, y) = (a.step(act), b.step(act));
+            assert_eq!(x, y);
+            assert_eq!(a.world().rng.state_bytes(), b.world().rng.state_bytes());
+            if x.done {
+                a.reset();
+                b.reset();
+            }
+        }
+    }
+}

@@ -494,3 +494,58 @@ impl Renderer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_map_accumulates_like_pillow() {
+        // Pillow accumulates the source coordinate; floor((i + 0.5) * 16 / 7) would give 8 at i=3.
+        assert_eq!(nearest_map(16, 7), vec![1, 3, 5, 7, 10, 12, 14]);
+        assert_eq!(nearest_map(16, 5), vec![1, 4, 8, 11, 14]);
+        assert_eq!(nearest_map(16, 4), vec![2, 6, 10, 14]);
+        assert_eq!(nearest_map(16, 16), (0..16).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn pillow_pixel_formulas() {
+        assert_eq!(luma(255, 255, 255), 255);
+        assert_eq!(luma(255, 0, 0), 76);
+        assert_eq!(luma(0, 255, 0), 150);
+        assert_eq!(luma(0, 0, 255), 29);
+        // Image.blend in float32: 100 + 0.4f * (200 - 100) = 140.00000596 -> 140.
+        assert_eq!(blend(100, 200, 0.4), 140);
+        assert_eq!(blend(200, 100, 0.4), 160);
+    }
+
+    #[test]
+    fn day_and_sleep_lighting_of_one_pixel() {
+        let day = Light::new(1.0, false);
+        assert_eq!(day.apply([10, 20, 30], [10, 20, 30]), [10, 20, 30]);
+        let dusk = Light::new(0.5, false);
+        // 0.5*c + 0.5*(0.5*blend + 0.5*tint) with blend(L=255,255)=255.
+        assert_eq!(
+            dusk.apply([255, 255, 255], [255, 255, 255]),
+            [191, 195, 207]
+        );
+        let asleep = Light::new(1.0, true);
+        let [r, g, b] = asleep.apply([200, 100, 50], [200, 100, 50]);
+        assert_eq!((r, g), (r, r));
+        assert_eq!(b, r + 8);
+    }
+
+    #[test]
+    fn frame_layout_and_border() {
+        let textures = TextureSet::builtin();
+        let mut env =
+            crate::crafter::Env::new(crate::crafter::EnvConfig::default(), &textures).unwrap();
+        let frame = env.reset().to_vec();
+        assert_eq!(frame.len(), 64 * 64 * 3);
+        // 64 = 9 * 7 + 1: the last pixel row and column are always black.
+        for i in 0..64 {
+            assert_eq!(&frame[(63 * 64 + i) * 3..(63 * 64 + i) * 3 + 3], &[0, 0, 0]);
+            assert_eq!(&frame[(i * 64 + 63) * 3..(i * 64 + 63) * 3 + 3], &[0, 0, 0]);
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! What a model is told and what it said: observations, prompts, tools, the history window,
+//! and parsing replies into actions. Knows nothing of HTTP or GPUs.

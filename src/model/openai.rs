@@ -1,0 +1,526 @@
+//! OpenAI-compatible chat-completions backend (OpenAI, vLLM, OpenRouter, Ollama, llama.cpp, …).
+//!
+//! Requests are built with async-openai's typed builders and sent with `create_byot`, so the
+//! reply arrives as a raw `serde_json::Value` that we parse leniently ourselves: compatible
+//! servers differ from OpenAI's schema in many small ways (float `created`, missing ids, odd
+//! finish reasons, object `arguments`, `reasoning_content`, …).
+//!
+//! async-openai's built-in retry layer is replaced by our own transport (a tower service) that
+//! turns every non-2xx answer into an [`HttpFailure`] carrying the status, `Retry-After` and a
+//! short body excerpt, whatever the body looks like; the stock client would lose the status
+//! for any body that is not `{"error":{…,"code":"<string>"}}`. Retries (429, 408, 409, 5xx,
+//! connection errors, timeouts) are done here with capped exponential backoff and full jitter.
+//! The API key never appears in `Debug` output or in any error message.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use async_openai::Client;
+use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
+use serde_json::Value;
+
+use super::{BoxFuture, ChatModel, ChatReply, ChatRequest, ModelError};
+
+mod errors;
+mod wire;
+
+pub use errors::{error_excerpt, is_retryable_status, HttpFailure, EXCERPT_CHARS};
+pub use wire::{arguments_string, parse_response, png_data_url, request_body};
+
+use errors::{excerpt_text, retry_after, truncate};
+use wire::parse_detail;
+
+/// Longest `Retry-After` we honour; larger values are clamped.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// First backoff ceiling (doubled per retry, full jitter below it).
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+/// Largest backoff ceiling when the server gives no `Retry-After`.
+const BACKOFF_CAP: Duration = Duration::from_secs(20);
+/// What replaces the API key wherever it might leak.
+const REDACTED: &str = "[redacted]";
+
+/// Settings of one OpenAI-compatible endpoint.
+#[derive(Clone)]
+pub struct OpenAiConfig {
+    /// API base including the version, e.g. `https://api.openai.com/v1` (trailing `/` removed).
+    pub base_url: String,
+    /// Bearer token; `None` sends no `Authorization` header. Never logged.
+    pub api_key: Option<String>,
+    /// Model name sent in each request.
+    pub model: String,
+    /// Time limit of one attempt.
+    pub request_timeout: Duration,
+    /// Retries after the first attempt (429, 408, 409, 5xx, connection errors, timeouts).
+    pub max_retries: u32,
+    /// Send `max_completion_tokens` (true) or the older `max_tokens` (false).
+    pub use_max_completion_tokens: bool,
+    /// Send the request's `tool_choice` (some servers reject it).
+    pub send_tool_choice: bool,
+    /// Extra HTTP headers sent with every request.
+    pub extra_headers: Vec<(String, String)>,
+    /// Image `detail` ("low", "high", "auto", "original"); `None` omits it.
+    pub image_detail: Option<String>,
+}
+
+impl OpenAiConfig {
+    /// A config with defaults: no key, 60 s per attempt, 3 retries, `max_completion_tokens`,
+    /// `tool_choice` sent, no extra headers, image detail omitted.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiConfig {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            request_timeout: Duration::from_secs(60),
+            max_retries: 3,
+            use_max_completion_tokens: true,
+            send_tool_choice: true,
+            extra_headers: Vec::new(),
+            image_detail: None,
+        }
+    }
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.extra_headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("model", &self.model)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("use_max_completion_tokens", &self.use_max_completion_tokens)
+            .field("send_tool_choice", &self.send_tool_choice)
+            .field("extra_headers (values redacted)", &header_names)
+            .field("image_detail", &self.image_detail)
+            .finish()
+    }
+}
+
+/// A chat model behind an OpenAI-compatible `/chat/completions` endpoint.
+pub struct OpenAiModel {
+    config: OpenAiConfig,
+    client: Client<OpenAIConfig>,
+    jitter: AtomicU64,
+}
+
+impl fmt::Debug for OpenAiModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiModel")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiModel {
+    /// Validate the config and build the HTTP client (no request is made).
+    pub fn new(config: OpenAiConfig) -> Result<OpenAiModel, ModelError> {
+        let mut config = config;
+        config.base_url = normalise_base_url(&config.base_url)?;
+        config.api_key = config.api_key.filter(|k| !k.is_empty());
+        if config.model.trim().is_empty() {
+            return Err(ModelError::Config("model name is empty".into()));
+        }
+        if config.request_timeout.is_zero() {
+            return Err(ModelError::Config(
+                "request timeout must be positive".into(),
+            ));
+        }
+        parse_detail(config.image_detail.as_deref())?;
+
+        let mut openai = OpenAIConfig::default()
+            .with_api_base(config.base_url.clone())
+            .with_api_key(config.api_key.clone().unwrap_or_default())
+            .with_org_id("")
+            .with_project_id("");
+        if let Some(key) = &config.api_key {
+            // async-openai unwraps the parsed header value, so check it here first.
+            if HeaderValue::from_str(&format!("Bearer {key}")).is_err() {
+                return Err(ModelError::Config(
+                    "API key contains characters not allowed in an HTTP header".into(),
+                ));
+            }
+        }
+        for (name, value) in &config.extra_headers {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| ModelError::Config(format!("invalid header name {name:?}")))?;
+            openai = openai
+                .with_header(header, value.as_str())
+                .map_err(|_| ModelError::Config(format!("invalid value for header {name:?}")))?;
+        }
+
+        let http = reqwest::Client::builder()
+            .timeout(config.request_timeout)
+            .connect_timeout(config.request_timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| ModelError::Config(format!("cannot build HTTP client: {e}")))?;
+        let transport = Transport {
+            http: http.clone(),
+            api_key: config.api_key.clone(),
+        };
+        // with_http_client first: calling it after with_http_service would reinstall the
+        // library's own retrying executor.
+        let client = Client::with_config(openai)
+            .with_http_client(http)
+            .with_http_service(transport);
+        let seed = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0x5EED);
+        Ok(OpenAiModel {
+            config,
+            client,
+            jitter: AtomicU64::new(seed),
+        })
+    }
+
+    /// The normalised config in use.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// One request with retries.
+    async fn call(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+        let body = request_body(&self.config, request)?;
+        let started = Instant::now();
+        let mut retries = 0u32;
+        loop {
+            let attempt = tokio::time::timeout(
+                self.config.request_timeout,
+                self.client.chat().create_byot::<_, Value>(&body),
+            )
+            .await;
+            let failure = match attempt {
+                Ok(Ok(value)) => {
+                    let mut reply = parse_response(value).map_err(|e| self.redact_error(e))?;
+                    reply.retries = retries;
+                    reply.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+                    return Ok(reply);
+                }
+                Ok(Err(e)) => classify(e, self.config.api_key.as_deref()),
+                Err(_) => Failure::Timeout,
+            };
+            if retries < self.config.max_retries && failure.retryable() {
+                let delay = self.backoff(retries, failure.retry_after());
+                tracing::debug!(
+                    model = %self.config.model,
+                    retry = retries + 1,
+                    delay_ms = delay.as_millis() as u64,
+                    error = %self.redact(&failure.to_string()),
+                    "retrying chat request"
+                );
+                tokio::time::sleep(delay).await;
+                retries += 1;
+                continue;
+            }
+            let error = failure.into_model_error(self.config.request_timeout, retries);
+            return Err(self.redact_error(error));
+        }
+    }
+
+    /// Delay before retry number `retry_index + 1`.
+    fn backoff(&self, retry_index: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait.min(MAX_RETRY_AFTER);
+        }
+        let ceiling = BACKOFF_BASE
+            .saturating_mul(1u32 << retry_index.min(16))
+            .min(BACKOFF_CAP);
+        ceiling.mul_f64(self.next_unit())
+    }
+
+    /// Uniform in [0, 1) from a splitmix64 stream.
+    fn next_unit(&self) -> f64 {
+        const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut z = self
+            .jitter
+            .fetch_add(GAMMA, Ordering::Relaxed)
+            .wrapping_add(GAMMA);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn redact(&self, text: &str) -> String {
+        redact(text, self.config.api_key.as_deref())
+    }
+
+    fn redact_error(&self, error: ModelError) -> ModelError {
+        match error {
+            ModelError::Http { status, message } => ModelError::Http {
+                status,
+                message: self.redact(&message),
+            },
+            ModelError::Connect(m) => ModelError::Connect(self.redact(&m)),
+            ModelError::BadResponse(m) => ModelError::BadResponse(self.redact(&m)),
+            ModelError::Config(m) => ModelError::Config(self.redact(&m)),
+            other @ ModelError::Timeout(_) => other,
+        }
+    }
+}
+
+impl ChatModel for OpenAiModel {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatReply, ModelError>> {
+        Box::pin(self.call(request))
+    }
+}
+
+/// Our tower transport: plain reqwest, no retries, every error status kept.
+#[derive(Clone)]
+struct Transport {
+    http: reqwest::Client,
+    /// `None`: strip the `Authorization` header. Also redacted from error bodies before they
+    /// are cut, so a truncated echo cannot leak part of it.
+    api_key: Option<String>,
+}
+
+impl tower::Service<HttpRequestFactory> for Transport {
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future = BoxFuture<'static, Result<reqwest::Response, OpenAIError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
+        let http = self.http.clone();
+        let api_key = self.api_key.clone();
+        Box::pin(async move {
+            let mut request = factory.build().await?;
+            if api_key.is_none() {
+                request.headers_mut().remove(AUTHORIZATION);
+            }
+            let response = http.execute(request).await?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
+            let retry_after = retry_after(response.headers());
+            let body = match response.bytes().await {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) if e.is_timeout() => return Err(OpenAIError::Reqwest(e)),
+                Err(_) => "<body unreadable>".to_string(),
+            };
+            Err(OpenAIError::Boxed(Box::new(HttpFailure {
+                status: status.as_u16(),
+                retry_after,
+                excerpt: error_excerpt(&redact(&body, api_key.as_deref())),
+            })))
+        })
+    }
+}
+
+/// Why one attempt failed.
+#[derive(Debug)]
+enum Failure {
+    Http(HttpFailure),
+    Timeout,
+    Connect(String),
+    Bad(String),
+    Config(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Http(h) => write!(f, "{h}"),
+            Failure::Timeout => write!(f, "timed out"),
+            Failure::Connect(m) => write!(f, "connection failed: {m}"),
+            Failure::Bad(m) | Failure::Config(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl Failure {
+    fn retryable(&self) -> bool {
+        match self {
+            Failure::Http(h) => is_retryable_status(h.status),
+            Failure::Timeout | Failure::Connect(_) => true,
+            Failure::Bad(_) | Failure::Config(_) => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Failure::Http(h) => h.retry_after,
+            _ => None,
+        }
+    }
+
+    fn into_model_error(self, timeout: Duration, retries: u32) -> ModelError {
+        let suffix = if retries > 0 {
+            format!(" (after {retries} retries)")
+        } else {
+            String::new()
+        };
+        match self {
+            Failure::Http(h) => ModelError::Http {
+                status: h.status,
+                message: format!("{}{suffix}", h.excerpt),
+            },
+            Failure::Timeout => ModelError::Timeout(timeout.as_secs_f64()),
+            Failure::Connect(m) => ModelError::Connect(format!("{m}{suffix}")),
+            Failure::Bad(m) => ModelError::BadResponse(m),
+            Failure::Config(m) => ModelError::Config(m),
+        }
+    }
+}
+
+/// Replace every occurrence of the key.
+fn redact(text: &str, api_key: Option<&str>) -> String {
+    match api_key {
+        Some(key) if !key.is_empty() => text.replace(key, REDACTED),
+        _ => text.to_string(),
+    }
+}
+
+fn classify(error: OpenAIError, api_key: Option<&str>) -> Failure {
+    // Redact before cutting, so a truncated echo of the key cannot survive.
+    let clean = |text: &str| truncate(&redact(text, api_key), 300);
+    match error {
+        OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
+            Ok(h) => Failure::Http(*h),
+            Err(other) => Failure::Connect(clean(&error_chain(other.as_ref()))),
+        },
+        OpenAIError::Reqwest(e) => {
+            if e.is_timeout() {
+                Failure::Timeout
+            } else if e.is_builder() {
+                Failure::Config(clean(&error_chain(&e)))
+            } else if e.is_decode() {
+                Failure::Bad(clean(&error_chain(&e)))
+            } else {
+                Failure::Connect(clean(&error_chain(&e)))
+            }
+        }
+        OpenAIError::JSONDeserialize(e, body) => Failure::Bad(format!(
+            "not JSON ({e}): {}",
+            excerpt_text(&redact(&body, api_key))
+        )),
+        OpenAIError::ApiError(api) => Failure::Http(HttpFailure {
+            status: api.status_code.as_u16(),
+            retry_after: None,
+            excerpt: excerpt_text(&redact(&api.api_error.message, api_key)),
+        }),
+        OpenAIError::InvalidArgument(m) => Failure::Config(clean(&m)),
+        other => Failure::Bad(clean(&other.to_string())),
+    }
+}
+
+/// An error and its sources, joined by ": ".
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+fn normalise_base_url(raw: &str) -> Result<String, ModelError> {
+    let mut url = raw.trim().trim_end_matches('/').to_string();
+    if let Some(stripped) = url.strip_suffix("/chat/completions") {
+        url = stripped.trim_end_matches('/').to_string();
+    }
+    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+    if !scheme_ok || url.len() <= "https://".len() {
+        return Err(ModelError::Config(format!(
+            "base URL must start with http:// or https:// (got {:?})",
+            truncate(raw, 80)
+        )));
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> OpenAiConfig {
+        OpenAiConfig {
+            api_key: Some("sk-unit-SECRET-123".into()),
+            image_detail: Some("low".into()),
+            ..OpenAiConfig::new("http://127.0.0.1:9/v1/", "test-model")
+        }
+    }
+
+    #[test]
+    fn backoff_is_jittered_and_capped() {
+        let model = OpenAiModel::new(config()).unwrap();
+        for i in 0..40 {
+            let d = model.backoff(i % 8, None);
+            let ceiling = BACKOFF_BASE.saturating_mul(1 << (i % 8)).min(BACKOFF_CAP);
+            assert!(d <= ceiling);
+        }
+        assert_eq!(
+            model.backoff(0, Some(Duration::from_secs(600))),
+            MAX_RETRY_AFTER
+        );
+        assert_eq!(
+            model.backoff(3, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+        let units: Vec<f64> = (0..100).map(|_| model.next_unit()).collect();
+        assert!(units.iter().all(|u| (0.0..1.0).contains(u)));
+        assert!(units.iter().any(|u| *u > 0.5) && units.iter().any(|u| *u < 0.5));
+    }
+
+    #[test]
+    fn config_validation_and_redaction() {
+        let model = OpenAiModel::new(config()).unwrap();
+        assert_eq!(model.config().base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(model.name(), "test-model");
+        let debug = format!("{model:?}");
+        assert!(!debug.contains("SECRET"), "{debug}");
+        assert!(debug.contains(REDACTED));
+        let full = OpenAiConfig::new("https://x.test/v1/chat/completions", "m");
+        assert_eq!(
+            OpenAiModel::new(full).unwrap().config().base_url,
+            "https://x.test/v1"
+        );
+        for bad in [
+            OpenAiConfig::new("ftp://x", "m"),
+            OpenAiConfig::new("http://x/v1", " "),
+            OpenAiConfig {
+                api_key: Some("sk-SECRET\nX".into()),
+                ..config()
+            },
+            OpenAiConfig {
+                extra_headers: vec![("bad header".into(), "v".into())],
+                ..config()
+            },
+            OpenAiConfig {
+                image_detail: Some("medium".into()),
+                ..config()
+            },
+        ] {
+            let err = OpenAiModel::new(bad).unwrap_err();
+            assert!(matches!(err, ModelError::Config(_)));
+            assert!(!err.to_string().contains("SECRET"), "{err}");
+        }
+        let err = model.redact_error(ModelError::Http {
+            status: 401,
+            message: "key sk-unit-SECRET-123 is wrong".into(),
+        });
+        assert_eq!(err.to_string(), "HTTP 401: key [redacted] is wrong");
+    }
+}

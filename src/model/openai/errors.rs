@@ -1,0 +1,201 @@
+//! Error-body normalisation for the OpenAI backend: whatever a server answers with an error
+//! status (OpenAI's object, vLLM's `{"object":"error"}`, integer codes, plain text, HTML), we
+//! keep the status, `Retry-After` and a short single-line excerpt.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+/// Longest error excerpt, in characters.
+pub const EXCERPT_CHARS: usize = 200;
+
+/// A non-2xx answer, with what we need to report and retry it.
+#[derive(Debug)]
+pub struct HttpFailure {
+    /// HTTP status code.
+    pub status: u16,
+    /// `Retry-After` (seconds, or `retry-after-ms`), if sent.
+    pub retry_after: Option<Duration>,
+    /// Short, single-line excerpt of the body (≤ [`EXCERPT_CHARS`] characters).
+    pub excerpt: String,
+}
+
+impl fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HTTP {}: {}", self.status, self.excerpt)
+    }
+}
+
+impl std::error::Error for HttpFailure {}
+
+/// Statuses worth another attempt.
+pub fn is_retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 409 | 429) || (500..=599).contains(&status)
+}
+
+/// `Retry-After` in seconds (integer or decimal) or `retry-after-ms`; HTTP dates are ignored.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let read = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
+    let wait = match read("retry-after-ms") {
+        Some(ms) => ms / 1000.0,
+        None => read("retry-after")?,
+    };
+    (wait.is_finite() && wait >= 0.0).then(|| Duration::from_secs_f64(wait.min(1e6)))
+}
+
+/// A short, single-line summary of an error body, whatever its shape.
+///
+/// JSON bodies give their message (`{"error":{"message":…}}`, `{"object":"error","message":…}`,
+/// `{"error":"…"}`, `{"detail":…}`), with type and code when present; HTML loses its tags;
+/// anything else is used as text. Whitespace is collapsed and the result cut to
+/// [`EXCERPT_CHARS`] characters.
+pub fn error_excerpt(body: &str) -> String {
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        return "<empty body>".into();
+    }
+    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
+        if let Some(summary) = json_error_summary(&value) {
+            return excerpt_text(&summary);
+        }
+        return excerpt_text(trimmed);
+    }
+    if trimmed.starts_with('<') {
+        return excerpt_text(&strip_tags(trimmed));
+    }
+    excerpt_text(trimmed)
+}
+
+pub(crate) fn json_error_summary(value: &Value) -> Option<String> {
+    let obj = value.as_object()?;
+    let inner = match obj.get("error") {
+        Some(Value::String(s)) => return Some(s.clone()),
+        Some(Value::Object(e)) => e,
+        _ => obj,
+    };
+    let message = ["message", "detail", "msg", "title"]
+        .iter()
+        .find_map(|k| inner.get(*k).or_else(|| obj.get(*k)))
+        .map(scalar_text)?;
+    let mut extras = Vec::new();
+    for key in ["type", "code"] {
+        match inner.get(key) {
+            Some(Value::Null) | None => {}
+            Some(v) => extras.push(format!("{key} {}", scalar_text(v))),
+        }
+    }
+    if extras.is_empty() {
+        Some(message)
+    } else {
+        Some(format!("{message} ({})", extras.join(", ")))
+    }
+}
+
+fn scalar_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn strip_tags(html: &str) -> String {
+    // Prefer the <title>, which usually says it all ("502 Bad Gateway").
+    let lower = html.to_ascii_lowercase();
+    if let (Some(start), Some(end)) = (lower.find("<title>"), lower.find("</title>")) {
+        if start + 7 <= end {
+            let title = html[start + 7..end].trim();
+            if !title.is_empty() {
+                return title.to_string();
+            }
+        }
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Collapse whitespace and cut to [`EXCERPT_CHARS`] characters.
+pub(crate) fn excerpt_text(text: &str) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    truncate(&collapsed, EXCERPT_CHARS)
+}
+
+/// Cut to at most `max` characters, ending in "…" when cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn excerpts_every_body_shape() {
+        let openai = r#"{"error":{"message":"Bad thing","type":"invalid_request_error","param":null,"code":"x"}}"#;
+        assert_eq!(
+            error_excerpt(openai),
+            "Bad thing (type invalid_request_error, code x)"
+        );
+        let vllm = r#"{"object":"error","message":"too long","type":"BadRequestError","code":400}"#;
+        assert_eq!(
+            error_excerpt(vllm),
+            "too long (type BadRequestError, code 400)"
+        );
+        assert_eq!(error_excerpt(r#"{"error":"nope"}"#), "nope");
+        assert_eq!(error_excerpt(r#"{"detail":"Not Found"}"#), "Not Found");
+        let html = "<html><head><title>502 Bad Gateway</title></head><body>x</body></html>";
+        assert_eq!(error_excerpt(html), "502 Bad Gateway");
+        assert_eq!(error_excerpt("<p>a</p>\n<p>b</p>"), "a b");
+        assert_eq!(error_excerpt("  rate\n limited "), "rate limited");
+        assert_eq!(error_excerpt(""), "<empty body>");
+        let long = "é".repeat(500);
+        let cut = error_excerpt(&long);
+        assert_eq!(cut.chars().count(), EXCERPT_CHARS);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn retry_after_headers() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn retryable_statuses() {
+        for s in [408, 409, 429, 500, 502, 503, 599] {
+            assert!(is_retryable_status(s));
+        }
+        for s in [400, 401, 403, 404, 422] {
+            assert!(!is_retryable_status(s));
+        }
+    }
+}

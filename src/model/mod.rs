@@ -2,6 +2,8 @@
 //! with text and image parts, tools, sampling options → text, tool calls, usage, latency).
 //! A backend never sees the game.
 
+pub mod baseline;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

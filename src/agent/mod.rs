@@ -1,5 +1,6 @@
 //! What a model is told and what it said: observations, prompts, tools, the history window,
 //! and parsing replies into actions. Knows nothing of HTTP or GPUs.
 
+pub mod observe;
 pub mod parse;
 pub mod tools;

@@ -336,6 +336,12 @@ impl Env {
         &self.world
     }
 
+    /// The world, mutable (test scenarios only).
+    #[doc(hidden)]
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
     /// Options.
     pub fn config(&self) -> &EnvConfig {
         &self.cfg

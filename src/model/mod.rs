@@ -2,6 +2,7 @@
 //! with text and image parts, tools, sampling options → text, tool calls, usage, latency).
 //! A backend never sees the game.
 
+pub mod baseline;
 pub mod mock;
 pub mod openai;
 

@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::bench;
 use crate::crafter::{textures, trace, Action, Env, EnvConfig, TextureSet};
+use crate::runcmd::RunArgs;
 
 /// Exit code for bad usage or input.
 pub const EXIT_USAGE: i32 = 2;
@@ -43,6 +44,9 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Evaluate a model: concurrent seeded episodes, every frame and turn saved, a summary
+    /// (the default command: `vlm-eval --model mock --seeds 10 --steps 10`).
+    Run(Box<RunArgs>),
     /// The Crafter environment on its own (no model).
     #[command(subcommand)]
     Env(EnvCommand),
@@ -208,11 +212,25 @@ pub fn parse_action(s: &str) -> Result<Action, CliError> {
     })
 }
 
-/// Run a parsed command.
-pub fn run(cli: Cli) -> Result<(), CliError> {
+/// Subcommand names; anything else first on the command line means `run`.
+pub const SUBCOMMANDS: [&str; 5] = ["run", "env", "bench", "assets", "help"];
+
+/// Insert the default `run` subcommand when the first argument is not a subcommand.
+pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    let top_level_flag = matches!(first, "-h" | "--help" | "-V" | "--version");
+    if args.len() > 1 && !SUBCOMMANDS.contains(&first) && !top_level_flag {
+        args.insert(1, "run".into());
+    }
+    args
+}
+
+/// Run a parsed command; returns the process exit code.
+pub fn run(cli: Cli) -> Result<i32, CliError> {
     match cli.command {
-        Command::Env(EnvCommand::Trace(a)) => cmd_trace(a),
-        Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a),
+        Command::Run(a) => crate::runcmd::cmd_run(*a),
+        Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
+        Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Assets(AssetsCommand::Fetch { dest }) => {
             let dir = textures::fetch_official(dest.as_deref()).map_err(|e| CliError {
                 code: 1,
@@ -222,7 +240,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 "crafter 1.8.3 textures verified and saved to {}",
                 dir.display()
             );
-            Ok(())
+            Ok(0)
         }
         Command::Assets(AssetsCommand::Which { assets }) => {
             let set = load_textures(assets.as_deref())?;
@@ -238,7 +256,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     println!("builtin (fingerprint {})", set.fingerprint())
                 }
             }
-            Ok(())
+            Ok(0)
         }
     }
 }

@@ -5,4 +5,8 @@ pub mod agent;
 pub mod bench;
 pub mod cli;
 pub mod crafter;
+pub mod eval;
+pub mod formats;
 pub mod model;
+pub mod report;
+pub mod runcmd;

@@ -10,12 +10,16 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .without_time()
         .init();
-    let args = cli::Cli::parse();
-    if let Err(e) = cli::run(args) {
-        eprintln!("error: {e}");
-        std::process::exit(e.code);
+    let args = cli::Cli::parse_from(cli::with_default_command(std::env::args_os().collect()));
+    match cli::run(args) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(e.code);
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! What a model is told and what it said: observations, prompts, tools, the history window,
 //! and parsing replies into actions. Knows nothing of HTTP or GPUs.
 
+pub mod conversation;
 pub mod observe;
 pub mod parse;
+pub mod prompt;
 pub mod tools;

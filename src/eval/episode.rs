@@ -1,0 +1,248 @@
+//! One episode: reset the env, then per turn observe → ask the model → parse → step each action
+//! (stopping on done), saving every frame and one trajectory line per turn.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::agent::conversation::{Conversation, ConversationConfig};
+use crate::agent::observe::{observe, ObsFormat};
+use crate::agent::parse::parse_reply;
+use crate::crafter::trace::sha256_hex;
+use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
+use crate::model::{ChatModel, ChatReply};
+
+use super::store::{EpisodeWriter, RunDir, StoreError};
+use crate::formats::{latency_stats, EpisodeResult, Termination};
+
+/// Options for every episode of a run.
+#[derive(Clone)]
+pub struct EpisodeConfig {
+    /// Model name recorded in results.
+    pub model: String,
+    /// Model turns per episode.
+    pub turns: u32,
+    /// Game length (steps) per episode.
+    pub episode_length: u32,
+    /// Frame size in pixels (square); also the env's render size.
+    pub image_size: usize,
+    /// Text observation format.
+    pub obs_format: ObsFormat,
+    /// Request building.
+    pub conversation: ConversationConfig,
+    /// Textures.
+    pub textures: Arc<TextureSet>,
+    /// USD per 1M input and output tokens.
+    pub prices: Option<(f64, f64)>,
+}
+
+/// Encode an RGB frame (H × W × 3) as PNG.
+pub fn encode_png(frame: &[u8], size: usize) -> Vec<u8> {
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    use image::ImageEncoder;
+    let mut out = Vec::with_capacity(frame.len() / 2);
+    let encoder = PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Sub);
+    // Writing into a Vec cannot fail for a correctly sized RGB buffer.
+    let _ = encoder.write_image(
+        frame,
+        size as u32,
+        size as u32,
+        image::ExtendedColorType::Rgb8,
+    );
+    out
+}
+
+fn add(total: Option<u64>, part: Option<u64>, first: bool) -> Option<u64> {
+    match (total, part) {
+        (Some(t), Some(p)) => Some(t + p),
+        (None, Some(p)) if first => Some(p),
+        _ => None,
+    }
+}
+
+fn reply_json(reply: &ChatReply) -> Value {
+    json!({
+        "text": reply.text,
+        "tool_calls": reply.tool_calls,
+        "reasoning": reply.reasoning,
+        "finish_reason": reply.finish_reason,
+        "raw": reply.raw,
+    })
+}
+
+/// Play one episode and store it. Returns the result (also written as `episode.json`).
+pub async fn run_episode(
+    cfg: &EpisodeConfig,
+    model: &dyn ChatModel,
+    store: &RunDir,
+    seed: i64,
+    mut on_turn: impl FnMut(u32, &[usize]),
+) -> Result<EpisodeResult, StoreError> {
+    let started = Instant::now();
+    let mut writer = store.start_episode(seed)?;
+    let env_cfg = EnvConfig {
+        seed,
+        size: [cfg.image_size, cfg.image_size],
+        length: Some(cfg.episode_length),
+        ..EnvConfig::default()
+    };
+    // Sizes are validated by the CLI before a run starts.
+    let mut env = Env::new(env_cfg, &cfg.textures).expect("validated env config");
+    env.reset();
+    let mut frame = Arc::new(encode_png(env.frame(), cfg.image_size));
+    writer.write_frame(0, &frame)?;
+    let mut conversation = Conversation::new(cfg.conversation.clone());
+    let mut achievements = [0u32; 22];
+    let mut unlock_step = BTreeMap::new();
+    let (mut num_steps, mut ret, mut turns) = (0u32, 0.0f64, 0u32);
+    let (mut invalid, mut unknown, mut truncated, mut retries) = (0u32, 0u32, 0u32, 0u32);
+    let (mut input_tokens, mut output_tokens) = (None, None);
+    let mut latencies = Vec::new();
+    let mut termination = Termination::TurnBudget;
+    let mut error = None;
+    let mut note: Option<String> = None;
+    'turns: for turn in 0..cfg.turns {
+        let observation = observe(&env, cfg.obs_format);
+        let user = conversation.user_message(&observation, frame.clone(), note.as_deref());
+        let request = conversation.request(&user);
+        let step_before = env.step_count();
+        let sent_frame = frame.clone();
+        let reply = match model.chat(&request).await {
+            Ok(r) => r,
+            Err(e) => {
+                termination = Termination::Error;
+                error = Some(format!("turn {turn}: {e}"));
+                writer.append(&json!({"turn": turn, "step": step_before, "observation": observation, "error": e.to_string()}))?;
+                break;
+            }
+        };
+        turns += 1;
+        retries += reply.retries;
+        latencies.push(reply.latency_ms);
+        input_tokens = add(input_tokens, reply.usage.input_tokens, turn == 0);
+        output_tokens = add(output_tokens, reply.usage.output_tokens, turn == 0);
+        let parsed = parse_reply(
+            &reply,
+            cfg.conversation.protocol,
+            cfg.conversation.max_actions,
+        );
+        unknown += parsed.unknown.len() as u32;
+        truncated += parsed.truncated as u32;
+        let was_invalid = parsed.actions.is_empty();
+        let actions = if was_invalid {
+            invalid += 1;
+            vec![Action::Noop]
+        } else {
+            parsed.actions.clone()
+        };
+        note = was_invalid.then(|| {
+            "Note: your last reply contained no valid action, so `noop` was played.".to_string()
+        });
+        let mut executed = Vec::new();
+        let mut done = false;
+        for action in &actions {
+            let out = env.step(*action);
+            num_steps += 1;
+            ret += out.reward;
+            frame = Arc::new(encode_png(env.frame(), cfg.image_size));
+            writer.write_frame(env.step_count(), &frame)?;
+            let counts = env.world().player.achievements;
+            for &i in &out.unlocked {
+                unlock_step
+                    .entry(ACHIEVEMENT_NAMES[i].to_string())
+                    .or_insert(env.step_count());
+            }
+            achievements = counts;
+            executed.push(json!({
+                "action": action.name(),
+                "step": env.step_count(),
+                "reward": out.reward,
+                "unlocked": out.unlocked.iter().map(|&i| ACHIEVEMENT_NAMES[i]).collect::<Vec<_>>(),
+                "done": out.done,
+                "frame": EpisodeWriter::frame_rel(env.step_count()),
+            }));
+            on_turn(turn, &out.unlocked);
+            if out.done {
+                termination = if out.dead {
+                    Termination::Death
+                } else {
+                    Termination::Length
+                };
+                done = true;
+                break;
+            }
+        }
+        let names: Vec<&str> = executed
+            .iter()
+            .filter_map(|e| e["action"].as_str())
+            .collect();
+        let summary = format!("Executed {} action(s): {}.", names.len(), names.join(", "));
+        let frame_rel = EpisodeWriter::frame_rel(step_before);
+        writer.append(&json!({
+            "turn": turn,
+            "step": step_before,
+            "observation": observation,
+            "note": user_note(&user),
+            "frame": {"path": frame_rel, "sha256": sha256_hex(&sent_frame), "sent": user.image_count() > 0},
+            "request": {
+                "messages": request.messages.len(),
+                "images": request.messages.iter().map(|m| m.image_count()).sum::<usize>(),
+                "tools": request.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                "temperature": request.temperature,
+                "max_tokens": request.max_tokens,
+            },
+            "reply": reply_json(&reply),
+            "parsed": parsed,
+            "invalid": was_invalid,
+            "executed": executed,
+            "usage": reply.usage,
+            "latency_ms": reply.latency_ms,
+            "retries": reply.retries,
+        }))?;
+        conversation.record(user, &reply, &summary);
+        if done {
+            break 'turns;
+        }
+    }
+    let score = achievements.iter().filter(|&&c| c > 0).count() as u32;
+    let cost_usd = cfg.prices.and_then(|(pin, pout)| {
+        Some(input_tokens? as f64 * pin / 1e6 + output_tokens? as f64 * pout / 1e6)
+    });
+    let result = EpisodeResult {
+        seed,
+        world_seed: env.world_seed(),
+        model: cfg.model.clone(),
+        progression: score as f64 / 22.0,
+        score,
+        achievements: ACHIEVEMENT_NAMES
+            .iter()
+            .zip(achievements)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        unlock_step,
+        num_steps,
+        episode_return: ret,
+        turns,
+        termination,
+        invalid_actions: invalid,
+        unknown_actions: unknown,
+        truncated_actions: truncated,
+        input_tokens,
+        output_tokens,
+        retries,
+        latency_ms: latency_stats(latencies),
+        cost_usd,
+        error,
+        wall_s: started.elapsed().as_secs_f64(),
+    };
+    writer.finish(&result)?;
+    Ok(result)
+}
+
+fn user_note(user: &crate::model::Message) -> Option<String> {
+    let text = user.joined_text();
+    text.starts_with("Note:")
+        .then(|| text.lines().next().unwrap_or_default().to_string())
+}

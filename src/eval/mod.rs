@@ -1,0 +1,5 @@
+//! Episodes and runs: concurrency, progress, resume, and the results store.
+
+pub mod episode;
+pub mod runner;
+pub mod store;

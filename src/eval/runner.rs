@@ -1,0 +1,241 @@
+//! A run: many seeded episodes played concurrently (bounded), with a progress bar, resume
+//! (finished episodes are skipped), and the run's summary at the end.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use futures::stream::{self, StreamExt};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use crate::formats::{EpisodeResult, Termination};
+use crate::model::ChatModel;
+use crate::report::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
+
+use super::episode::{run_episode, EpisodeConfig};
+use super::store::{write_json, RunDir, StoreError};
+
+/// What a run needs besides the model.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// Per-episode settings.
+    pub episode: EpisodeConfig,
+    /// Env seeds to play.
+    pub seeds: Vec<i64>,
+    /// Episodes in flight at once.
+    pub concurrency: usize,
+    /// Redo finished episodes.
+    pub force: bool,
+    /// Show a progress bar (stderr).
+    pub progress: bool,
+    /// The `run.json` content (config; the runner adds times and counts).
+    pub run_info: Value,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Every episode of the run folder after this run, by seed.
+    pub episodes: Vec<EpisodeResult>,
+    /// Their summary.
+    pub summary: Summary,
+    /// Episodes skipped because they were already complete.
+    pub skipped: usize,
+    /// Episodes played now.
+    pub played: usize,
+    /// The run folder.
+    pub dir: PathBuf,
+    /// The run was interrupted (Ctrl-C) before every episode finished.
+    pub interrupted: bool,
+}
+
+/// Why a run could not proceed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Writing results failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Reading results failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The folder holds a different run.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// A line above the progress bar (or on stderr when the bar is hidden).
+fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
+/// Settings that must match for a rerun to resume a run folder.
+fn resume_key(info: &Value) -> Value {
+    let mut key = info.get("config").cloned().unwrap_or(Value::Null);
+    if let Some(obj) = key.as_object_mut() {
+        for volatile in ["concurrency", "force", "seeds", "run_name", "out"] {
+            obj.remove(volatile);
+        }
+    }
+    key
+}
+
+fn previous_episode_ok(store: &RunDir, seed: i64) -> bool {
+    let path = store.episode_json(seed);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return false;
+    };
+    matches!(serde_json::from_str::<EpisodeResult>(&text), Ok(e) if e.termination != Termination::Error)
+}
+
+/// Play the run's episodes and write its summary.
+pub async fn run(
+    opts: RunOptions,
+    store: RunDir,
+    model: Arc<dyn ChatModel>,
+) -> Result<RunOutcome, RunError> {
+    let run_json = store.run_json();
+    if run_json.is_file() && !opts.force {
+        let old: Value = std::fs::read_to_string(&run_json)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        if resume_key(&old) != resume_key(&opts.run_info) {
+            return Err(RunError::Mismatch(format!(
+                "{} holds a run with different settings; use another --run-name, or --force to start it over",
+                store.root.display()
+            )));
+        }
+    }
+    if opts.force && store.root.join("episodes").exists() {
+        std::fs::remove_dir_all(store.root.join("episodes")).map_err(|source| StoreError::Io {
+            path: store.root.display().to_string(),
+            source,
+        })?;
+    }
+    let started = now();
+    let mut info = opts.run_info.clone();
+    info["started_at"] = Value::String(started.clone());
+    write_json(&run_json, &info)?;
+
+    let todo: Vec<i64> = opts
+        .seeds
+        .iter()
+        .copied()
+        .filter(|&s| opts.force || !previous_episode_ok(&store, s))
+        .collect();
+    let skipped = opts.seeds.len() - todo.len();
+    let bar = if opts.progress {
+        ProgressBar::new(todo.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} episodes  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    if skipped > 0 {
+        say(
+            &bar,
+            format!("resuming: {skipped} finished episode(s) kept"),
+        );
+    }
+    let turns = Arc::new(AtomicU64::new(0));
+    let unlocks = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let t0 = Instant::now();
+    let cfg = Arc::new(opts.episode.clone());
+    let tasks = stream::iter(todo.clone())
+        .map(|seed| {
+            let (cfg, model, store, bar) = (cfg.clone(), model.clone(), store.clone(), bar.clone());
+            let (turns, unlocks, errors) = (turns.clone(), unlocks.clone(), errors.clone());
+            async move {
+                let mut last_turn = u32::MAX;
+                let result = run_episode(&cfg, model.as_ref(), &store, seed, |turn, unlocked| {
+                    if turn != last_turn {
+                        last_turn = turn;
+                        turns.fetch_add(1, Ordering::Relaxed);
+                    }
+                    unlocks.fetch_add(unlocked.len() as u64, Ordering::Relaxed);
+                    let t = turns.load(Ordering::Relaxed);
+                    bar.set_message(format!(
+                        "turns {t}  achievements {}  req/s {:.1}  errors {}",
+                        unlocks.load(Ordering::Relaxed),
+                        t as f64 / t0.elapsed().as_secs_f64().max(1e-9),
+                        errors.load(Ordering::Relaxed)
+                    ));
+                })
+                .await;
+                if let Ok(ep) = &result {
+                    if ep.termination == Termination::Error {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    say(&bar, format!(
+                        "seed {:>5}: progression {:5.1}%  achievements {:>2}  steps {:>5}  turns {:>4}  {:?}{}",
+                        ep.seed,
+                        100.0 * ep.progression,
+                        ep.score,
+                        ep.num_steps,
+                        ep.turns,
+                        ep.termination,
+                        ep.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default()
+                    ));
+                }
+                bar.inc(1);
+                result
+            }
+        })
+        .buffer_unordered(opts.concurrency.max(1));
+    tokio::pin!(tasks);
+    let mut played = 0;
+    let mut interrupted = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            next = tasks.next() => match next {
+                Some(result) => {
+                    result?;
+                    played += 1;
+                }
+                None => break,
+            },
+            _ = &mut ctrl_c => {
+                interrupted = true;
+                say(&bar, "interrupted: finished episodes are kept; rerun the same command to resume".into());
+                break;
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let wanted: std::collections::HashSet<i64> = opts.seeds.iter().copied().collect();
+    let episodes: Vec<EpisodeResult> = read_episodes(&store.root)?
+        .into_iter()
+        .filter(|e| wanted.contains(&e.seed))
+        .collect();
+    let summary = summarize(&opts.episode.model, &episodes);
+    write_summary(&store.root, &summary, &episodes)?;
+    info["finished_at"] = Value::String(now());
+    info["wall_s"] = Value::from(t0.elapsed().as_secs_f64());
+    info["episodes_complete"] = Value::from(episodes.len());
+    write_json(&run_json, &info)?;
+    Ok(RunOutcome {
+        episodes,
+        summary,
+        skipped,
+        played,
+        dir: store.root.clone(),
+        interrupted,
+    })
+}

@@ -1,0 +1,155 @@
+//! The results store (DESIGN §4): run folders, per-episode folders with frames and a
+//! trajectory, atomic writes, and the completeness rule (an episode is complete iff its
+//! `episode.json` exists).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// A store error, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An I/O failure on a path.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    /// Serialisation failed.
+    #[error("cannot serialise {path}: {source}")]
+    Json {
+        path: String,
+        source: serde_json::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Write a file atomically: a temporary file in the same folder, flushed, then renamed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io(dir))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    {
+        let mut f = File::create(&tmp).map_err(io(&tmp))?;
+        f.write_all(bytes).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+    }
+    fs::rename(&tmp, path).map_err(io(path))
+}
+
+/// Serialise to pretty JSON and write atomically.
+pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| StoreError::Json {
+        path: path.display().to_string(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// One run's folder.
+#[derive(Clone, Debug)]
+pub struct RunDir {
+    /// The folder (`<out>/<run>`).
+    pub root: PathBuf,
+}
+
+impl RunDir {
+    /// A run folder (created on first write).
+    pub fn new(root: PathBuf) -> RunDir {
+        RunDir { root }
+    }
+
+    /// `run.json`.
+    pub fn run_json(&self) -> PathBuf {
+        self.root.join("run.json")
+    }
+
+    /// The folder of one episode.
+    pub fn episode_dir(&self, seed: i64) -> PathBuf {
+        self.root.join("episodes").join(format!("seed_{seed}"))
+    }
+
+    /// `episode.json` of one episode.
+    pub fn episode_json(&self, seed: i64) -> PathBuf {
+        self.episode_dir(seed).join("episode.json")
+    }
+
+    /// Whether an episode is complete.
+    pub fn is_complete(&self, seed: i64) -> bool {
+        self.episode_json(seed).is_file()
+    }
+
+    /// Start (or restart) an episode: remove any partial leftovers and create its folders.
+    pub fn start_episode(&self, seed: i64) -> Result<EpisodeWriter, StoreError> {
+        let dir = self.episode_dir(seed);
+        if dir.exists() {
+            fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        let frames = dir.join("frames");
+        fs::create_dir_all(&frames).map_err(io(&frames))?;
+        let path = dir.join("trajectory.jsonl");
+        let trajectory = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        Ok(EpisodeWriter {
+            dir,
+            trajectory,
+            trajectory_path: path,
+        })
+    }
+}
+
+/// Writes one episode's files.
+pub struct EpisodeWriter {
+    dir: PathBuf,
+    trajectory: File,
+    trajectory_path: PathBuf,
+}
+
+impl EpisodeWriter {
+    /// Relative path (from the episode folder) of a frame.
+    pub fn frame_rel(step: u32) -> String {
+        format!("frames/step_{step:04}.png")
+    }
+
+    /// Save a frame's PNG bytes.
+    pub fn write_frame(&self, step: u32, png: &[u8]) -> Result<(), StoreError> {
+        let path = self.dir.join(Self::frame_rel(step));
+        fs::write(&path, png).map_err(io(&path))
+    }
+
+    /// Append one trajectory line (one `write` of the whole line, so a crash leaves whole lines).
+    pub fn append(&mut self, record: &impl Serialize) -> Result<(), StoreError> {
+        let mut line = serde_json::to_vec(record).map_err(|source| StoreError::Json {
+            path: self.trajectory_path.display().to_string(),
+            source,
+        })?;
+        line.push(b'\n');
+        self.trajectory
+            .write_all(&line)
+            .map_err(io(&self.trajectory_path))
+    }
+
+    /// Finish: write `episode.json` atomically (the episode is complete from then on).
+    pub fn finish(self, episode: &impl Serialize) -> Result<(), StoreError> {
+        self.trajectory
+            .sync_all()
+            .map_err(io(&self.trajectory_path))?;
+        write_json(&self.dir.join("episode.json"), episode)
+    }
+}

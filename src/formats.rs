@@ -1,0 +1,108 @@
+//! Result formats shared by the writer (`eval`) and the readers (`report`): `episode.json`
+//! and `summary.json` (DESIGN §4).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Why an episode ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Termination {
+    /// The player died.
+    Death,
+    /// The game's length limit was reached.
+    Length,
+    /// The turn budget (`--steps`) was used up.
+    TurnBudget,
+    /// A model call failed for good.
+    Error,
+    /// A cost or token budget stopped the run.
+    Budget,
+}
+
+/// Latency statistics of an episode's model calls, milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// All calls' latencies in turn order.
+    pub calls: Vec<f64>,
+}
+
+/// `episode.json`: one episode's result (BALROG field names where they exist).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeResult {
+    /// Env seed.
+    pub seed: i64,
+    /// crafter's world seed for this episode.
+    pub world_seed: u32,
+    /// Model name.
+    pub model: String,
+    /// Unique achievements unlocked / 22.
+    pub progression: f64,
+    /// Unique achievements unlocked.
+    pub score: u32,
+    /// Achievement counts (all 22 names).
+    pub achievements: BTreeMap<String, u32>,
+    /// Env step at which each unlocked achievement first happened.
+    pub unlock_step: BTreeMap<String, u32>,
+    /// Env steps taken.
+    pub num_steps: u32,
+    /// Sum of crafter's rewards.
+    pub episode_return: f64,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Why it ended.
+    pub termination: Termination,
+    /// Turns whose reply had no usable action (a noop was played).
+    pub invalid_actions: u32,
+    /// Action strings that could not be understood.
+    pub unknown_actions: u32,
+    /// Actions cut because a reply exceeded the per-turn limit.
+    pub truncated_actions: u32,
+    /// Prompt tokens (None when the server did not report usage).
+    pub input_tokens: Option<u64>,
+    /// Completion tokens.
+    pub output_tokens: Option<u64>,
+    /// Retries made by the client.
+    pub retries: u32,
+    /// Model call latency.
+    pub latency_ms: Latency,
+    /// Cost in USD (None without a price).
+    pub cost_usd: Option<f64>,
+    /// The error that ended the episode, if any.
+    pub error: Option<String>,
+    /// Wall time of the episode, seconds.
+    pub wall_s: f64,
+}
+
+fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// Latency statistics of a list of calls.
+pub fn latency_stats(calls: Vec<f64>) -> Latency {
+    let mut sorted = calls.clone();
+    sorted.sort_by(f64::total_cmp);
+    let mean = if calls.is_empty() {
+        0.0
+    } else {
+        calls.iter().sum::<f64>() / calls.len() as f64
+    };
+    Latency {
+        mean,
+        p50: percentile_sorted(&sorted, 0.5),
+        p95: percentile_sorted(&sorted, 0.95),
+        calls,
+    }
+}

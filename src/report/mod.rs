@@ -1,0 +1,4 @@
+//! Everything that reads the results store: statistics and summaries.
+
+pub mod stats;
+pub mod summary;

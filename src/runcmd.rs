@@ -1,0 +1,489 @@
+//! `vlm-eval run` (the default command): flags and config file merged into a run, the model
+//! chosen, the run executed, and its summary printed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::agent::conversation::{ConversationConfig, Modality};
+use crate::agent::observe::ObsFormat;
+use crate::agent::parse::Protocol;
+use crate::agent::prompt::Prompts;
+use crate::cli::{load_textures, CliError};
+use crate::crafter::trace::sha256_hex;
+use crate::eval::episode::EpisodeConfig;
+use crate::eval::runner::{run, RunOptions};
+use crate::eval::store::RunDir;
+use crate::model::baseline::{RandomModel, ScriptedModel};
+use crate::model::mock::MockServer;
+use crate::model::openai::{OpenAiConfig, OpenAiModel};
+use crate::model::ChatModel;
+use crate::report::summary::Summary;
+
+/// `vlm-eval run` flags (all optional here so a `--config` file can fill them; defaults apply last).
+#[derive(Args, Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RunArgs {
+    /// Model: `mock` (offline, scripted policy behind a local OpenAI-compatible server),
+    /// `scripted`, `random`, or a model name at an OpenAI-compatible endpoint.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Play env seeds 0..N-1.
+    #[arg(long, conflicts_with = "seed_list")]
+    pub seeds: Option<u32>,
+    /// Play these env seeds (comma-separated).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub seed_list: Option<Vec<i64>>,
+    /// Model turns per episode [default: 10].
+    #[arg(long)]
+    pub steps: Option<u32>,
+    /// Game length in env steps [default: 10000].
+    #[arg(long)]
+    pub episode_length: Option<u32>,
+    /// Episodes in flight at once [default: 8].
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Sampling temperature.
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Output token limit per turn.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// OpenAI-compatible base URL (else $OPENAI_BASE_URL, else https://api.openai.com/v1).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key [default: OPENAI_API_KEY].
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Output folder [default: results].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run folder name [default: derived from model and settings].
+    #[arg(long)]
+    pub run_name: Option<String>,
+    /// Frame size in pixels sent to the model, also the game's render size [default: 64].
+    #[arg(long)]
+    pub image_size: Option<usize>,
+    /// What each observation holds [default: both].
+    #[arg(long, value_enum)]
+    pub modality: Option<Modality>,
+    /// Text observation format [default: state].
+    #[arg(long, value_enum)]
+    pub obs_format: Option<ObsFormat>,
+    /// Previous turns kept in the prompt [default: 3].
+    #[arg(long)]
+    pub history: Option<usize>,
+    /// Frames kept in the prompt, counting the current one [default: 1].
+    #[arg(long)]
+    pub image_history: Option<usize>,
+    /// Action protocol [default: tool].
+    #[arg(long, value_enum)]
+    pub protocol: Option<Protocol>,
+    /// Actions allowed per turn [default: 8].
+    #[arg(long)]
+    pub max_actions_per_turn: Option<usize>,
+    /// Folder with prompt templates (system_tool.txt, system_text.txt).
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+    /// TOML file with the same keys as these flags (kebab-case); flags override it.
+    #[arg(long)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// USD per 1M input tokens (default: a built-in table for common models).
+    #[arg(long)]
+    pub price_in: Option<f64>,
+    /// USD per 1M output tokens.
+    #[arg(long)]
+    pub price_out: Option<f64>,
+    /// Redo finished episodes.
+    #[arg(long)]
+    #[serde(default)]
+    pub force: bool,
+    /// Directory with crafter's textures.
+    #[arg(long)]
+    pub assets: Option<PathBuf>,
+    /// Per-request timeout in seconds [default: 120].
+    #[arg(long)]
+    pub request_timeout: Option<f64>,
+    /// Retries per request [default: 6].
+    #[arg(long)]
+    pub max_retries: Option<u32>,
+    /// No progress bar.
+    #[arg(long)]
+    #[serde(default)]
+    pub quiet: bool,
+}
+
+macro_rules! merge {
+    ($cli:ident, $file:ident, $($f:ident),*) => { $( if $cli.$f.is_none() { $cli.$f = $file.$f.clone(); } )* };
+}
+
+fn read_config(path: &Path) -> Result<RunArgs, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("cannot read --config {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| {
+        let msg = e.message().replace('\n', " ");
+        CliError::usage(format!(
+            "--config {}: {msg} (keys are the flag names, e.g. seeds = 10)",
+            path.display()
+        ))
+    })
+}
+
+/// Built-in prices (USD per 1M input, output tokens) for common models.
+pub fn builtin_price(model: &str) -> Option<(f64, f64)> {
+    let m = model.rsplit('/').next().unwrap_or(model);
+    let table: [(&str, f64, f64); 10] = [
+        ("gpt-4o-mini", 0.15, 0.60),
+        ("gpt-4o", 2.50, 10.00),
+        ("gpt-4.1-nano", 0.10, 0.40),
+        ("gpt-4.1-mini", 0.40, 1.60),
+        ("gpt-4.1", 2.00, 8.00),
+        ("gpt-5-nano", 0.05, 0.40),
+        ("gpt-5-mini", 0.25, 2.00),
+        ("gpt-5", 1.25, 10.00),
+        ("o4-mini", 1.10, 4.40),
+        ("o3", 2.00, 8.00),
+    ];
+    table
+        .iter()
+        .find(|(name, _, _)| m == *name || m.starts_with(&format!("{name}-20")))
+        .map(|&(_, i, o)| (i, o))
+}
+
+fn is_local(url: &str) -> bool {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    ["localhost", "127.", "[::1]", "0.0.0.0"]
+        .iter()
+        .any(|p| rest.starts_with(p))
+}
+
+/// Run the `run` command; returns the process exit code.
+pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
+    if let Some(path) = a.config.clone() {
+        let file = read_config(&path)?;
+        merge!(
+            a,
+            file,
+            model,
+            seeds,
+            seed_list,
+            steps,
+            episode_length,
+            concurrency,
+            temperature,
+            max_tokens,
+            base_url,
+            api_key_env,
+            out,
+            run_name,
+            image_size,
+            modality,
+            obs_format,
+            history,
+            image_history,
+            protocol,
+            max_actions_per_turn,
+            prompts,
+            price_in,
+            price_out,
+            assets,
+            request_timeout,
+            max_retries
+        );
+        a.force |= file.force;
+        a.quiet |= file.quiet;
+    }
+    let model_name = a.model.clone().ok_or_else(|| {
+        CliError::usage("--model is required: e.g. --model mock (offline), --model gpt-4o-mini, or --model random")
+    })?;
+    let seeds: Vec<i64> = match (&a.seed_list, a.seeds) {
+        (Some(list), _) if !list.is_empty() => list.clone(),
+        (_, Some(n)) if n > 0 => (0..n as i64).collect(),
+        (_, Some(_)) => return Err(CliError::usage("--seeds must be at least 1")),
+        _ => (0..10).collect(),
+    };
+    let mut uniq = seeds.clone();
+    uniq.sort_unstable();
+    uniq.dedup();
+    if uniq.len() != seeds.len() {
+        return Err(CliError::usage(
+            "--seed-list has duplicate seeds; list each seed once",
+        ));
+    }
+    let turns = a.steps.unwrap_or(10);
+    if turns == 0 {
+        return Err(CliError::usage(
+            "--steps must be at least 1 (model turns per episode)",
+        ));
+    }
+    let image_size = a.image_size.unwrap_or(64);
+    if !(9..=1024).contains(&image_size) {
+        return Err(CliError::usage(format!("--image-size {image_size} is out of range: use 9..=1024 pixels (64 is crafter's default)")));
+    }
+    let max_actions = a.max_actions_per_turn.unwrap_or(8);
+    if !(1..=64).contains(&max_actions) {
+        return Err(CliError::usage("--max-actions-per-turn must be 1..=64"));
+    }
+    let concurrency = a.concurrency.unwrap_or(8);
+    if concurrency == 0 {
+        return Err(CliError::usage("--concurrency must be at least 1"));
+    }
+    let protocol = a.protocol.unwrap_or(Protocol::Tool);
+    let prompts = match &a.prompts {
+        Some(dir) => Prompts::load(dir).map_err(|e| CliError::usage(e.to_string()))?,
+        None => Prompts::builtin(),
+    };
+    let system = prompts.system(protocol, max_actions);
+    let conversation = ConversationConfig {
+        system: system.clone(),
+        protocol,
+        modality: a.modality.unwrap_or(Modality::Both),
+        history: a.history.unwrap_or(3),
+        image_history: a.image_history.unwrap_or(1),
+        max_actions: if protocol == Protocol::Text {
+            1
+        } else {
+            max_actions
+        },
+        temperature: a.temperature,
+        max_tokens: a.max_tokens,
+        seed: None,
+        tool_choice: true,
+    };
+
+    // Endpoint and key (checked before anything slow happens).
+    let builtin = matches!(model_name.as_str(), "mock" | "scripted" | "random");
+    let base_url = a
+        .base_url
+        .clone()
+        .or_else(|| {
+            std::env::var("OPENAI_BASE_URL")
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| "https://api.openai.com/v1".to_string());
+    let key_env = a
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| "OPENAI_API_KEY".to_string());
+    let api_key = std::env::var(&key_env)
+        .ok()
+        .filter(|k| !k.trim().is_empty());
+    if !builtin && api_key.is_none() && !is_local(&base_url) {
+        return Err(CliError::usage(format!(
+            "{key_env} is not set: export {key_env}=<your key> (or pick another variable with --api-key-env), or try --model mock to run offline"
+        )));
+    }
+
+    let textures = Arc::new(load_textures(a.assets.as_deref())?);
+    let prices = match (a.price_in, a.price_out) {
+        (Some(i), Some(o)) => Some((i, o)),
+        (None, None) if builtin => Some((0.0, 0.0)),
+        (None, None) => builtin_price(&model_name),
+        _ => {
+            return Err(CliError::usage(
+                "give both --price-in and --price-out, or neither",
+            ))
+        }
+    };
+    let obs_format = a.obs_format.unwrap_or(ObsFormat::State);
+    let episode_length = a.episode_length.unwrap_or(10_000);
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    let run_name = a.run_name.clone().unwrap_or_else(|| {
+        let safe: String = model_name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!(
+            "{safe}_{}_{}_{}px_{}t",
+            protocol_name(protocol),
+            modality_name(conversation.modality),
+            image_size,
+            turns
+        )
+    });
+    let config = json!({
+        "model": model_name,
+        "seeds": seeds,
+        "steps": turns,
+        "episode_length": episode_length,
+        "concurrency": concurrency,
+        "temperature": a.temperature,
+        "max_tokens": a.max_tokens,
+        "endpoint": if builtin { Value::Null } else { Value::String(base_url.clone()) },
+        "image_size": image_size,
+        "modality": conversation.modality,
+        "obs_format": obs_format,
+        "history": conversation.history,
+        "image_history": conversation.image_history,
+        "protocol": protocol,
+        "max_actions_per_turn": conversation.max_actions,
+        "prices_usd_per_1m": prices.map(|(i, o)| json!({"input": i, "output": o})),
+        "run_name": run_name,
+        "out": out,
+    });
+    let run_info = json!({
+        "vlm_eval_version": env!("CARGO_PKG_VERSION"),
+        "git_commit": option_env!("VLM_EVAL_GIT_COMMIT"),
+        "crafter_reference": "crafter 1.8.3 (creation-order balancing)",
+        "config": config,
+        "prompt_sha256": sha256_hex(system.as_bytes()),
+        "textures": {"kind": textures.kind(), "fingerprint": textures.fingerprint()},
+    });
+    let episode = EpisodeConfig {
+        model: model_name.clone(),
+        turns,
+        episode_length,
+        image_size,
+        obs_format,
+        conversation,
+        textures,
+        prices,
+    };
+    let opts = RunOptions {
+        episode,
+        seeds,
+        concurrency,
+        force: a.force,
+        progress: !a.quiet,
+        run_info,
+    };
+    let store = RunDir::new(out.join(&run_name));
+    let timeout = Duration::from_secs_f64(a.request_timeout.unwrap_or(120.0).max(0.001));
+    let max_retries = a.max_retries.unwrap_or(6);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError {
+            code: 1,
+            message: format!("cannot start the async runtime: {e}"),
+        })?;
+    let outcome = runtime.block_on(async move {
+        let mut _server = None;
+        let model: Arc<dyn ChatModel> = match model_name.as_str() {
+            "scripted" => Arc::new(ScriptedModel),
+            "random" => Arc::new(RandomModel),
+            "mock" => {
+                let server = MockServer::start(Arc::new(ScriptedModel))
+                    .await
+                    .map_err(|e| CliError {
+                        code: 1,
+                        message: format!("cannot start the mock server on 127.0.0.1: {e}"),
+                    })?;
+                let cfg =
+                    openai_config(server.base_url(), None, "mock".into(), timeout, max_retries);
+                _server = Some(server);
+                Arc::new(OpenAiModel::new(cfg).map_err(|e| CliError::usage(e.to_string()))?)
+            }
+            _ => {
+                let cfg =
+                    openai_config(base_url, api_key, model_name.clone(), timeout, max_retries);
+                Arc::new(OpenAiModel::new(cfg).map_err(|e| CliError::usage(e.to_string()))?)
+            }
+        };
+        run(opts, store, model).await.map_err(|e| CliError {
+            code: 1,
+            message: e.to_string(),
+        })
+    })?;
+    print_summary(&outcome.summary, &outcome.dir);
+    if outcome.interrupted {
+        return Ok(130);
+    }
+    Ok(if outcome.summary.errors > 0 { 1 } else { 0 })
+}
+
+use serde_json::Value;
+
+fn openai_config(
+    base_url: String,
+    api_key: Option<String>,
+    model: String,
+    timeout: Duration,
+    max_retries: u32,
+) -> OpenAiConfig {
+    OpenAiConfig {
+        base_url,
+        api_key,
+        model,
+        request_timeout: timeout,
+        max_retries,
+        use_max_completion_tokens: true,
+        send_tool_choice: true,
+        extra_headers: Vec::new(),
+        image_detail: None,
+    }
+}
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tool => "tool",
+        Protocol::Text => "text",
+    }
+}
+
+fn modality_name(m: Modality) -> &'static str {
+    match m {
+        Modality::Image => "image",
+        Modality::Text => "text",
+        Modality::Both => "both",
+    }
+}
+
+fn print_summary(s: &Summary, dir: &Path) {
+    use tabled::settings::Style;
+    #[derive(tabled::Tabled)]
+    struct Row {
+        model: String,
+        episodes: String,
+        progression: String,
+        #[tabled(rename = "crafter score")]
+        crafter_score: String,
+        achievements: String,
+        steps: String,
+        deaths: String,
+        tokens: String,
+        cost: String,
+        #[tabled(rename = "latency p50/p95")]
+        latency: String,
+    }
+    let tokens = match (s.input_tokens, s.output_tokens) {
+        (Some(i), Some(o)) => format!("{i} in / {o} out"),
+        _ => "unknown".into(),
+    };
+    let row = Row {
+        model: s.model.clone(),
+        episodes: if s.errors > 0 {
+            format!("{} ({} errors)", s.episodes, s.errors)
+        } else {
+            s.episodes.to_string()
+        },
+        progression: format!("{:.1}% ± {:.1}", s.progression_mean, s.progression_se),
+        crafter_score: format!("{:.2}%", s.crafter_score),
+        achievements: format!("{:.2}", s.score_mean),
+        steps: format!("{:.1}", s.steps_mean),
+        deaths: format!("{:.0}%", 100.0 * s.death_rate),
+        tokens,
+        cost: s
+            .cost_usd
+            .map(|c| format!("${c:.4}"))
+            .unwrap_or_else(|| "unknown".into()),
+        latency: format!("{:.0}/{:.0} ms", s.latency_p50_ms, s.latency_p95_ms),
+    };
+    let mut table = tabled::Table::new([row]);
+    table.with(Style::rounded());
+    println!("{table}");
+    println!("results: {}", dir.display());
+}

@@ -70,6 +70,8 @@ pub enum EnvCommand {
 pub enum BenchCommand {
     /// Environment throughput: random policy with resets, reset time, render time.
     Env(BenchEnvArgs),
+    /// Harness overhead: concurrent episodes against a local server with a fixed latency.
+    Harness(BenchHarnessArgs),
 }
 
 /// `vlm-eval assets …`
@@ -153,6 +155,35 @@ pub struct BenchEnvArgs {
     pub assets: Option<PathBuf>,
 }
 
+/// `vlm-eval bench harness` flags.
+#[derive(Args, Debug)]
+pub struct BenchHarnessArgs {
+    /// Episodes.
+    #[arg(long, default_value_t = 64)]
+    pub episodes: usize,
+    /// Model turns per episode.
+    #[arg(long, default_value_t = 10)]
+    pub turns: u32,
+    /// Server latency per request, ms.
+    #[arg(long, default_value_t = 200)]
+    pub latency_ms: u64,
+    /// Episodes in flight.
+    #[arg(long, default_value_t = 64)]
+    pub concurrency: usize,
+    /// Frame size in pixels.
+    #[arg(long, default_value_t = 64)]
+    pub image_size: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Directory with crafter's textures.
+    #[arg(long)]
+    pub assets: Option<PathBuf>,
+    /// Where the scratch run folders go (removed afterwards); use the disk your runs use.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+}
+
 /// Parse `W` or `W,H` (also `WxH`) into a pair of positive integers.
 pub fn parse_pair(s: &str) -> Result<[usize; 2], String> {
     let parts: Vec<&str> = s.split([',', 'x']).map(str::trim).collect();
@@ -231,6 +262,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Run(a) => crate::runcmd::cmd_run(*a),
         Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
+        Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),
         Command::Assets(AssetsCommand::Fetch { dest }) => {
             let dir = textures::fetch_official(dest.as_deref()).map_err(|e| CliError {
                 code: 1,
@@ -321,6 +353,49 @@ fn cmd_bench_env(a: BenchEnvArgs) -> Result<(), CliError> {
         println!("{}", serde_json::to_string(&report).unwrap_or_default());
     } else {
         println!("{report}");
+    }
+    Ok(())
+}
+
+fn cmd_bench_harness(a: BenchHarnessArgs) -> Result<(), CliError> {
+    if a.episodes == 0 || a.turns == 0 || a.concurrency == 0 {
+        return Err(CliError::usage(
+            "--episodes, --turns and --concurrency must be at least 1",
+        ));
+    }
+    if !(9..=1024).contains(&a.image_size) {
+        return Err(CliError::usage("--image-size must be 9..=1024"));
+    }
+    let textures = std::sync::Arc::new(load_textures(a.assets.as_deref())?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError {
+            code: 1,
+            message: format!("cannot start the async runtime: {e}"),
+        })?;
+    let r = runtime
+        .block_on(crate::eval::bench::bench_harness(
+            &a.out,
+            a.episodes,
+            a.turns,
+            a.latency_ms,
+            a.concurrency,
+            a.image_size,
+            textures,
+        ))
+        .map_err(|message| CliError { code: 1, message })?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r).unwrap_or_default());
+    } else {
+        println!(
+            "{} episodes x {} turns at concurrency {} against a {} ms server: {:.3} s (ideal {:.3} s, {:.3}x)",
+            r.episodes, r.turns, r.concurrency, r.latency_ms, r.wall_s, r.ideal_s, r.ratio
+        );
+        println!(
+            "harness work per turn at {}x{}: {:.3} ms (model time excluded)",
+            r.image_size, r.image_size, r.harness_ms_per_turn
+        );
     }
     Ok(())
 }

@@ -92,7 +92,7 @@ pub async fn run_episode(
     let mut env = Env::new(env_cfg, &cfg.textures).expect("validated env config");
     env.reset();
     let mut frame = Arc::new(encode_png(env.frame(), cfg.image_size));
-    writer.write_frame(0, &frame)?;
+    writer.write_frame(0, frame.clone())?;
     let mut conversation = Conversation::new(cfg.conversation.clone());
     let mut achievements = [0u32; 22];
     let mut unlock_step = BTreeMap::new();
@@ -147,7 +147,7 @@ pub async fn run_episode(
             num_steps += 1;
             ret += out.reward;
             frame = Arc::new(encode_png(env.frame(), cfg.image_size));
-            writer.write_frame(env.step_count(), &frame)?;
+            writer.write_frame(env.step_count(), frame.clone())?;
             let counts = env.world().player.achievements;
             for &i in &out.unlocked {
                 unlock_step
@@ -237,7 +237,7 @@ pub async fn run_episode(
         error,
         wall_s: started.elapsed().as_secs_f64(),
     };
-    writer.finish(&result)?;
+    writer.finish(&result).await?;
     Ok(result)
 }
 

@@ -71,7 +71,7 @@ fn now() -> String {
 
 /// A line above the progress bar (or on stderr when the bar is hidden).
 fn say(bar: &ProgressBar, line: String) {
-    if bar.is_hidden() {
+    if bar.is_hidden() && bar.length().is_some() {
         eprintln!("{line}");
     } else {
         bar.println(line);

@@ -5,6 +5,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -59,17 +60,61 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError>
     write_atomic(path, &bytes)
 }
 
+enum Job {
+    Write(PathBuf, Arc<Vec<u8>>),
+    Flush(tokio::sync::oneshot::Sender<Option<StoreError>>),
+}
+
+/// A background thread that writes frame files in order, so episodes never wait on the
+/// filesystem while they could be talking to the model. Errors are kept and reported at the
+/// next flush.
+#[derive(Debug)]
+struct FileSink {
+    tx: std::sync::mpsc::Sender<Job>,
+}
+
+impl FileSink {
+    fn start() -> FileSink {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::spawn(move || {
+            let mut failed: Option<StoreError> = None;
+            for job in rx {
+                match job {
+                    Job::Write(path, bytes) => {
+                        if failed.is_none() {
+                            if let Err(source) = fs::write(&path, bytes.as_slice()) {
+                                failed = Some(StoreError::Io {
+                                    path: path.display().to_string(),
+                                    source,
+                                });
+                            }
+                        }
+                    }
+                    Job::Flush(done) => {
+                        let _ = done.send(failed.take());
+                    }
+                }
+            }
+        });
+        FileSink { tx }
+    }
+}
+
 /// One run's folder.
 #[derive(Clone, Debug)]
 pub struct RunDir {
     /// The folder (`<out>/<run>`).
     pub root: PathBuf,
+    sink: Arc<FileSink>,
 }
 
 impl RunDir {
     /// A run folder (created on first write).
     pub fn new(root: PathBuf) -> RunDir {
-        RunDir { root }
+        RunDir {
+            root,
+            sink: Arc::new(FileSink::start()),
+        }
     }
 
     /// `run.json`.
@@ -110,6 +155,7 @@ impl RunDir {
             dir,
             trajectory,
             trajectory_path: path,
+            sink: self.sink.clone(),
         })
     }
 }
@@ -119,6 +165,7 @@ pub struct EpisodeWriter {
     dir: PathBuf,
     trajectory: File,
     trajectory_path: PathBuf,
+    sink: Arc<FileSink>,
 }
 
 impl EpisodeWriter {
@@ -127,10 +174,16 @@ impl EpisodeWriter {
         format!("frames/step_{step:04}.png")
     }
 
-    /// Save a frame's PNG bytes.
-    pub fn write_frame(&self, step: u32, png: &[u8]) -> Result<(), StoreError> {
+    /// Save a frame's PNG bytes (written in the background; errors surface at `finish`).
+    pub fn write_frame(&self, step: u32, png: Arc<Vec<u8>>) -> Result<(), StoreError> {
         let path = self.dir.join(Self::frame_rel(step));
-        fs::write(&path, png).map_err(io(&path))
+        if let Err(std::sync::mpsc::SendError(Job::Write(path, bytes))) =
+            self.sink.tx.send(Job::Write(path, png))
+        {
+            // The writer thread is gone (it never exits while senders live); write inline.
+            fs::write(&path, bytes.as_slice()).map_err(io(&path))?;
+        }
+        Ok(())
     }
 
     /// Append one trajectory line (one `write` of the whole line, so a crash leaves whole lines).
@@ -145,10 +198,17 @@ impl EpisodeWriter {
             .map_err(io(&self.trajectory_path))
     }
 
-    /// Finish: write `episode.json` atomically (the episode is complete from then on).
-    pub fn finish(self, episode: &impl Serialize) -> Result<(), StoreError> {
+    /// Finish: wait until every frame is on disk, then write `episode.json` atomically (the
+    /// episode is complete from then on).
+    pub async fn finish(self, episode: &impl Serialize) -> Result<(), StoreError> {
+        let (done, wait) = tokio::sync::oneshot::channel();
+        if self.sink.tx.send(Job::Flush(done)).is_ok() {
+            if let Ok(Some(e)) = wait.await {
+                return Err(e);
+            }
+        }
         self.trajectory
-            .sync_all()
+            .sync_data()
             .map_err(io(&self.trajectory_path))?;
         write_json(&self.dir.join("episode.json"), episode)
     }

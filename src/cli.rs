@@ -184,6 +184,17 @@ pub struct BenchHarnessArgs {
     pub out: PathBuf,
 }
 
+/// A multi-threaded tokio runtime for the async commands.
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError {
+            code: 1,
+            message: format!("cannot start the async runtime: {e}"),
+        })
+}
+
 /// Parse `W` or `W,H` (also `WxH`) into a pair of positive integers.
 pub fn parse_pair(s: &str) -> Result<[usize; 2], String> {
     let parts: Vec<&str> = s.split([',', 'x']).map(str::trim).collect();
@@ -367,13 +378,7 @@ fn cmd_bench_harness(a: BenchHarnessArgs) -> Result<(), CliError> {
         return Err(CliError::usage("--image-size must be 9..=1024"));
     }
     let textures = std::sync::Arc::new(load_textures(a.assets.as_deref())?);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError {
-            code: 1,
-            message: format!("cannot start the async runtime: {e}"),
-        })?;
+    let runtime = crate::cli::runtime()?;
     let r = runtime
         .block_on(crate::eval::bench::bench_harness(
             &a.out,

@@ -363,13 +363,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     let timeout = Duration::from_secs_f64(a.request_timeout.unwrap_or(120.0).max(0.001));
     let max_retries = a.max_retries.unwrap_or(6);
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError {
-            code: 1,
-            message: format!("cannot start the async runtime: {e}"),
-        })?;
+    let runtime = crate::cli::runtime()?;
     let outcome = runtime.block_on(async move {
         let mut _server = None;
         let model: Arc<dyn ChatModel> = match model_name.as_str() {

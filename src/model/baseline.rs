@@ -154,6 +154,25 @@ impl SplitMix {
     }
 }
 
+/// A sample `state` observation for the policy tests.
+#[cfg(test)]
+const SAMPLE_OBS: &str = "Step 5.
+Vitals: health 9/9, food 2/9, drink 9/9, energy 9/9.
+Time: day (daylight 90%).
+Position: (32, 32) (x grows east, y grows south).
+Facing: south; in front of you: grass.
+Inventory: wood 1, sapling 2.
+Achievements unlocked (1/22): collect_wood.
+Map (9x7, north at top, west at left; you are @ at the centre):
+.........
+.........
+.........
+...T@....
+.........
+.........
+.......C.
+Legend: @=you, .=grass, T=tree, C=cow.";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,22 +232,7 @@ mod tests {
         assert!(avg >= 10.0, "average {avg} (acceptance: at least 5)");
     }
 
-    const OBS: &str = "Step 5.
-Vitals: health 9/9, food 2/9, drink 9/9, energy 9/9.
-Time: day (daylight 90%).
-Position: (32, 32) (x grows east, y grows south).
-Facing: south; in front of you: grass.
-Inventory: wood 1, sapling 2.
-Achievements unlocked (1/22): collect_wood.
-Map (9x7, north at top, west at left; you are @ at the centre):
-.........
-.........
-.........
-...T@....
-.........
-.........
-.......C.
-Legend: @=you, .=grass, T=tree, C=cow.";
+    use super::SAMPLE_OBS as OBS;
 
     #[test]
     fn random_actions_are_seeded_by_the_text() {

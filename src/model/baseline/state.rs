@@ -464,22 +464,7 @@ impl Obs {
 mod tests {
     use super::*;
 
-    const OBS: &str = "Step 5.
-Vitals: health 9/9, food 2/9, drink 9/9, energy 9/9.
-Time: day (daylight 90%).
-Position: (32, 32) (x grows east, y grows south).
-Facing: south; in front of you: grass.
-Inventory: wood 1, sapling 2.
-Achievements unlocked (1/22): collect_wood.
-Map (9x7, north at top, west at left; you are @ at the centre):
-.........
-.........
-.........
-...T@....
-.........
-.........
-.......C.
-Legend: @=you, .=grass, T=tree, C=cow.";
+    use crate::model::baseline::SAMPLE_OBS as OBS;
 
     #[test]
     fn parses_its_own_state_format() {

@@ -15,6 +15,8 @@ use crate::agent::parse::Protocol;
 use crate::agent::prompt::Prompts;
 use crate::cli::{load_textures, CliError};
 use crate::crafter::trace::sha256_hex;
+use crate::eval::budget::Budget;
+use crate::eval::cache::ResponseCache;
 use crate::eval::episode::EpisodeConfig;
 use crate::eval::runner::{run, RunOptions};
 use crate::eval::store::RunDir;
@@ -112,10 +114,44 @@ pub struct RunArgs {
     /// Retries per request [default: 6].
     #[arg(long)]
     pub max_retries: Option<u32>,
-    /// No progress bar.
+    /// No progress bar and no per-episode lines.
     #[arg(long)]
     #[serde(default)]
     pub quiet: bool,
+    /// Read the API key from this file instead of the environment.
+    #[arg(long)]
+    pub api_key_file: Option<PathBuf>,
+    /// Exit 0 even when episodes ended in errors.
+    #[arg(long)]
+    #[serde(default)]
+    pub allow_errors: bool,
+    /// Stop starting new turns once this much USD has been spent.
+    #[arg(long)]
+    pub max_cost: Option<f64>,
+    /// Stop starting new turns once this many tokens (in + out) have been used.
+    #[arg(long)]
+    pub max_tokens_total: Option<u64>,
+    /// Cache replies here; a rerun with a warm cache makes no model calls.
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Name of the output-limit field: max_completion_tokens (OpenAI) or max_tokens (older servers).
+    #[arg(long, value_parser = ["max_completion_tokens", "max_tokens"])]
+    pub max_tokens_field: Option<String>,
+    /// Do not send `tool_choice` (for servers that reject `required`).
+    #[arg(long)]
+    #[serde(default)]
+    pub no_tool_choice: bool,
+    /// Send each episode's env seed as the API `seed` parameter.
+    #[arg(long)]
+    #[serde(default)]
+    pub seed_param: bool,
+    /// Extra HTTP header, `Name: value` (repeatable), e.g. OpenRouter's HTTP-Referer.
+    #[arg(long = "header", value_name = "K:V")]
+    #[serde(default)]
+    pub headers: Vec<String>,
+    /// Image detail sent with frames: low, high or auto (omitted by default).
+    #[arg(long, value_parser = ["low", "high", "auto"])]
+    pub image_detail: Option<String>,
 }
 
 macro_rules! merge {
@@ -193,10 +229,22 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             price_out,
             assets,
             request_timeout,
-            max_retries
+            max_retries,
+            api_key_file,
+            max_cost,
+            max_tokens_total,
+            cache,
+            max_tokens_field,
+            image_detail
         );
         a.force |= file.force;
         a.quiet |= file.quiet;
+        a.allow_errors |= file.allow_errors;
+        a.no_tool_choice |= file.no_tool_choice;
+        a.seed_param |= file.seed_param;
+        if a.headers.is_empty() {
+            a.headers = file.headers.clone();
+        }
     }
     let model_name = a.model.clone().ok_or_else(|| {
         CliError::usage("--model is required: e.g. --model mock (offline), --model gpt-4o-mini, or --model random")
@@ -253,7 +301,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         temperature: a.temperature,
         max_tokens: a.max_tokens,
         seed: None,
-        tool_choice: true,
+        tool_choice: !a.no_tool_choice,
     };
 
     // Endpoint and key (checked before anything slow happens).
@@ -271,12 +319,49 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         .api_key_env
         .clone()
         .unwrap_or_else(|| "OPENAI_API_KEY".to_string());
-    let api_key = std::env::var(&key_env)
-        .ok()
-        .filter(|k| !k.trim().is_empty());
+    let api_key = match &a.api_key_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| {
+                    CliError::usage(format!(
+                        "cannot read --api-key-file {}: {e}",
+                        path.display()
+                    ))
+                })?
+                .trim()
+                .to_string(),
+        )
+        .filter(|k| !k.is_empty()),
+        None => std::env::var(&key_env)
+            .ok()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty()),
+    };
+    let mut headers = Vec::new();
+    for h in &a.headers {
+        match h.split_once(':') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                headers.push((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => {
+                return Err(CliError::usage(format!(
+                    "--header '{h}' is not 'Name: value'"
+                )))
+            }
+        }
+    }
+    if a.max_cost.is_some_and(|c| c.is_nan() || c <= 0.0) || a.max_tokens_total == Some(0) {
+        return Err(CliError::usage(
+            "--max-cost and --max-tokens-total must be positive",
+        ));
+    }
     if !builtin && api_key.is_none() && !is_local(&base_url) {
+        let source = match &a.api_key_file {
+            Some(p) => format!("--api-key-file {} is empty", p.display()),
+            None => format!("{key_env} is not set: export {key_env}=<your key> (or pick another variable with --api-key-env)"),
+        };
         return Err(CliError::usage(format!(
-            "{key_env} is not set: export {key_env}=<your key> (or pick another variable with --api-key-env), or try --model mock to run offline"
+            "{source}, or try --model mock to run offline"
         )));
     }
 
@@ -330,6 +415,11 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "protocol": protocol,
         "max_actions_per_turn": conversation.max_actions,
         "prices_usd_per_1m": prices.map(|(i, o)| json!({"input": i, "output": o})),
+        "max_tokens_field": a.max_tokens_field.clone().unwrap_or_else(|| "max_completion_tokens".into()),
+        "tool_choice": !a.no_tool_choice,
+        "seed_param": a.seed_param,
+        "header_names": headers.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+        "image_detail": a.image_detail,
         "run_name": run_name,
         "out": out,
     });
@@ -350,6 +440,15 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         conversation,
         textures,
         prices,
+        budget: Arc::new(Budget::new(a.max_cost, a.max_tokens_total)),
+        cache: a.cache.clone().map(|dir| {
+            Arc::new(ResponseCache::new(
+                dir,
+                &model_name,
+                (!builtin).then_some(base_url.as_str()),
+            ))
+        }),
+        api_seed: a.seed_param,
     };
     let opts = RunOptions {
         episode,
@@ -361,7 +460,13 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     };
     let store = RunDir::new(out.join(&run_name));
     let timeout = Duration::from_secs_f64(a.request_timeout.unwrap_or(120.0).max(0.001));
-    let max_retries = a.max_retries.unwrap_or(6);
+    let quirks = Quirks {
+        max_retries: a.max_retries.unwrap_or(6),
+        use_max_completion_tokens: a.max_tokens_field.as_deref() != Some("max_tokens"),
+        send_tool_choice: !a.no_tool_choice,
+        headers,
+        image_detail: a.image_detail.clone(),
+    };
 
     let runtime = crate::cli::runtime()?;
     let outcome = runtime.block_on(async move {
@@ -376,14 +481,12 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
                         code: 1,
                         message: format!("cannot start the mock server on 127.0.0.1: {e}"),
                     })?;
-                let cfg =
-                    openai_config(server.base_url(), None, "mock".into(), timeout, max_retries);
+                let cfg = openai_config(server.base_url(), None, "mock".into(), timeout, &quirks);
                 _server = Some(server);
                 Arc::new(OpenAiModel::new(cfg).map_err(|e| CliError::usage(e.to_string()))?)
             }
             _ => {
-                let cfg =
-                    openai_config(base_url, api_key, model_name.clone(), timeout, max_retries);
+                let cfg = openai_config(base_url, api_key, model_name.clone(), timeout, &quirks);
                 Arc::new(OpenAiModel::new(cfg).map_err(|e| CliError::usage(e.to_string()))?)
             }
         };
@@ -396,29 +499,40 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     if outcome.interrupted {
         return Ok(130);
     }
-    Ok(if outcome.summary.errors > 0 { 1 } else { 0 })
+    Ok(if outcome.summary.errors > 0 && !a.allow_errors {
+        1
+    } else {
+        0
+    })
 }
 
 use serde_json::Value;
+
+/// Provider options that shape requests.
+struct Quirks {
+    max_retries: u32,
+    use_max_completion_tokens: bool,
+    send_tool_choice: bool,
+    headers: Vec<(String, String)>,
+    image_detail: Option<String>,
+}
 
 fn openai_config(
     base_url: String,
     api_key: Option<String>,
     model: String,
     timeout: Duration,
-    max_retries: u32,
+    q: &Quirks,
 ) -> OpenAiConfig {
-    OpenAiConfig {
-        base_url,
-        api_key,
-        model,
-        request_timeout: timeout,
-        max_retries,
-        use_max_completion_tokens: true,
-        send_tool_choice: true,
-        extra_headers: Vec::new(),
-        image_detail: None,
-    }
+    let mut cfg = OpenAiConfig::new(base_url, model);
+    cfg.api_key = api_key;
+    cfg.request_timeout = timeout;
+    cfg.max_retries = q.max_retries;
+    cfg.use_max_completion_tokens = q.use_max_completion_tokens;
+    cfg.send_tool_choice = q.send_tool_choice;
+    cfg.extra_headers = q.headers.clone();
+    cfg.image_detail = q.image_detail.clone();
+    cfg
 }
 
 fn protocol_name(p: Protocol) -> &'static str {

@@ -1176,6 +1176,7 @@ mod tests {
         assert!(matches!(cache_dir(), Err(TextureError::NoCacheDir)));
 
         // Nothing anywhere: builtin plus a one-line warning.
+        std::env::remove_var("CRAFTER_ASSETS");
         std::env::set_var("VLM_EVAL_CACHE", empty_cache.path());
         std::env::set_var("VLM_EVAL_PYTHON", "/nonexistent/python3");
         let (set, warning) = TextureSet::discover(None).unwrap();

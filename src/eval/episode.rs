@@ -14,6 +14,8 @@ use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
 use crate::model::{ChatModel, ChatReply};
 
+use super::budget::Budget;
+use super::cache::ResponseCache;
 use super::store::{EpisodeWriter, RunDir, StoreError};
 use crate::formats::{latency_stats, EpisodeResult, Termination};
 
@@ -36,6 +38,12 @@ pub struct EpisodeConfig {
     pub textures: Arc<TextureSet>,
     /// USD per 1M input and output tokens.
     pub prices: Option<(f64, f64)>,
+    /// Run-wide spending limits.
+    pub budget: Arc<Budget>,
+    /// Response cache, if enabled.
+    pub cache: Option<Arc<ResponseCache>>,
+    /// Send the episode's env seed as the API `seed` parameter.
+    pub api_seed: bool,
 }
 
 /// Encode an RGB frame (H × W × 3) as PNG.
@@ -93,7 +101,11 @@ pub async fn run_episode(
     env.reset();
     let mut frame = Arc::new(encode_png(env.frame(), cfg.image_size));
     writer.write_frame(0, frame.clone())?;
-    let mut conversation = Conversation::new(cfg.conversation.clone());
+    let mut conv_cfg = cfg.conversation.clone();
+    if cfg.api_seed {
+        conv_cfg.seed = Some(seed);
+    }
+    let mut conversation = Conversation::new(conv_cfg);
     let mut achievements = [0u32; 22];
     let mut unlock_step = BTreeMap::new();
     let (mut num_steps, mut ret, mut turns) = (0u32, 0.0f64, 0u32);
@@ -104,12 +116,20 @@ pub async fn run_episode(
     let mut error = None;
     let mut note: Option<String> = None;
     'turns: for turn in 0..cfg.turns {
+        if cfg.budget.exhausted() {
+            termination = Termination::Budget;
+            break;
+        }
         let observation = observe(&env, cfg.obs_format);
         let user = conversation.user_message(&observation, frame.clone(), note.as_deref());
         let request = conversation.request(&user);
         let step_before = env.step_count();
         let sent_frame = frame.clone();
-        let reply = match model.chat(&request).await {
+        let answer = match &cfg.cache {
+            Some(cache) => cache.chat(model, &request, seed, turn).await,
+            None => model.chat(&request).await.map(|r| (r, false)),
+        };
+        let (reply, cache_hit) = match answer {
             Ok(r) => r,
             Err(e) => {
                 termination = Termination::Error;
@@ -119,6 +139,7 @@ pub async fn run_episode(
             }
         };
         turns += 1;
+        cfg.budget.add(&reply.usage, cfg.prices);
         retries += reply.retries;
         latencies.push(reply.latency_ms);
         input_tokens = add(input_tokens, reply.usage.input_tokens, turn == 0);
@@ -200,6 +221,7 @@ pub async fn run_episode(
             "usage": reply.usage,
             "latency_ms": reply.latency_ms,
             "retries": reply.retries,
+            "cache_hit": cache_hit,
         }))?;
         conversation.record(user, &reply, &summary);
         if done {

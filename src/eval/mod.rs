@@ -1,6 +1,8 @@
 //! Episodes and runs: concurrency, progress, resume, and the results store.
 
 pub mod bench;
+pub mod budget;
+pub mod cache;
 pub mod episode;
 pub mod runner;
 pub mod store;

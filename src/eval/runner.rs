@@ -94,7 +94,8 @@ fn previous_episode_ok(store: &RunDir, seed: i64) -> bool {
     let Ok(text) = std::fs::read_to_string(&path) else {
         return false;
     };
-    matches!(serde_json::from_str::<EpisodeResult>(&text), Ok(e) if e.termination != Termination::Error)
+    matches!(serde_json::from_str::<EpisodeResult>(&text),
+        Ok(e) if !matches!(e.termination, Termination::Error | Termination::Budget))
 }
 
 /// Play the run's episodes and write its summary.

@@ -68,10 +68,13 @@ pub struct Summary {
     pub model: String,
     /// Episodes found.
     pub episodes: usize,
-    /// Episodes that ended without an error (the metrics below are over these).
+    /// Episodes that ended without an error or a budget stop (the metrics below are over these).
     pub completed: usize,
     /// Episodes that ended in an error.
     pub errors: usize,
+    /// Episodes stopped by `--max-cost` / `--max-tokens-total`.
+    #[serde(default)]
+    pub budget_stopped: usize,
     /// Mean progression in percent (unique achievements / 22).
     pub progression_mean: f64,
     /// Standard error of the progression mean, percent.
@@ -154,7 +157,14 @@ pub fn summarize(model: &str, episodes: &[EpisodeResult]) -> Summary {
         model: model.to_string(),
         episodes: episodes.len(),
         completed: done.len(),
-        errors: episodes.len() - done.len(),
+        errors: episodes
+            .iter()
+            .filter(|e| e.termination == Termination::Error)
+            .count(),
+        budget_stopped: episodes
+            .iter()
+            .filter(|e| e.termination == Termination::Budget)
+            .count(),
         progression_mean: mean(&prog),
         progression_se: standard_error(&prog),
         crafter_score: if done.is_empty() {

@@ -418,6 +418,9 @@ fn openai_config(
         send_tool_choice: true,
         extra_headers: Vec::new(),
         image_detail: None,
+        adaptive: None,
+        max_retry_wait: crate::model::openai::MAX_RETRY_AFTER,
+        turn_deadline: None,
     }
 }
 

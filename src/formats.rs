@@ -71,6 +71,9 @@ pub struct EpisodeResult {
     pub output_tokens: Option<u64>,
     /// Retries made by the client.
     pub retries: u32,
+    /// Time the client spent waiting between attempts (backoff, `Retry-After`), milliseconds.
+    #[serde(default)]
+    pub retry_wait_ms: f64,
     /// Model call latency.
     pub latency_ms: Latency,
     /// Cost in USD (None without a price).

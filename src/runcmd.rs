@@ -149,6 +149,12 @@ pub struct RunArgs {
     #[arg(long = "header", value_name = "K:V")]
     #[serde(default)]
     pub headers: Vec<String>,
+    /// Longest wait between retries (backoff or Retry-After), seconds [default: 60].
+    #[arg(long)]
+    pub max_retry_wait: Option<f64>,
+    /// Total time allowed for one turn's model call, retries included, seconds.
+    #[arg(long)]
+    pub turn_deadline: Option<f64>,
     /// Image detail sent with frames: low, high or auto (omitted by default).
     #[arg(long, value_parser = ["low", "high", "auto"])]
     pub image_detail: Option<String>,
@@ -235,7 +241,9 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             max_tokens_total,
             cache,
             max_tokens_field,
-            image_detail
+            image_detail,
+            max_retry_wait,
+            turn_deadline
         );
         a.force |= file.force;
         a.quiet |= file.quiet;
@@ -466,6 +474,15 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         send_tool_choice: !a.no_tool_choice,
         headers,
         image_detail: a.image_detail.clone(),
+        // One limiter per endpoint: halves on 429, grows back by one per 10 successes.
+        adaptive: Some(Arc::new(crate::model::limit::AdaptiveLimit::new(
+            concurrency,
+            10,
+        ))),
+        max_retry_wait: Duration::from_secs_f64(a.max_retry_wait.unwrap_or(60.0).max(0.0)),
+        turn_deadline: a
+            .turn_deadline
+            .map(|s| Duration::from_secs_f64(s.max(0.001))),
     };
 
     let runtime = crate::cli::runtime()?;
@@ -515,6 +532,9 @@ struct Quirks {
     send_tool_choice: bool,
     headers: Vec<(String, String)>,
     image_detail: Option<String>,
+    adaptive: Option<Arc<crate::model::limit::AdaptiveLimit>>,
+    max_retry_wait: Duration,
+    turn_deadline: Option<Duration>,
 }
 
 fn openai_config(
@@ -532,6 +552,9 @@ fn openai_config(
     cfg.send_tool_choice = q.send_tool_choice;
     cfg.extra_headers = q.headers.clone();
     cfg.image_detail = q.image_detail.clone();
+    cfg.adaptive = q.adaptive.clone();
+    cfg.max_retry_wait = q.max_retry_wait;
+    cfg.turn_deadline = q.turn_deadline;
     cfg
 }
 

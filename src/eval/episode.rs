@@ -110,6 +110,7 @@ pub async fn run_episode(
     let mut unlock_step = BTreeMap::new();
     let (mut num_steps, mut ret, mut turns) = (0u32, 0.0f64, 0u32);
     let (mut invalid, mut unknown, mut truncated, mut retries) = (0u32, 0u32, 0u32, 0u32);
+    let mut retry_wait_ms = 0.0f64;
     let (mut input_tokens, mut output_tokens) = (None, None);
     let mut latencies = Vec::new();
     let mut termination = Termination::TurnBudget;
@@ -141,6 +142,7 @@ pub async fn run_episode(
         turns += 1;
         cfg.budget.add(&reply.usage, cfg.prices);
         retries += reply.retries;
+        retry_wait_ms += reply.retry_wait_ms;
         latencies.push(reply.latency_ms);
         input_tokens = add(input_tokens, reply.usage.input_tokens, turn == 0);
         output_tokens = add(output_tokens, reply.usage.output_tokens, turn == 0);
@@ -222,6 +224,7 @@ pub async fn run_episode(
             "latency_ms": reply.latency_ms,
             "retries": reply.retries,
             "cache_hit": cache_hit,
+            "retry_wait_ms": reply.retry_wait_ms,
         }))?;
         conversation.record(user, &reply, &summary);
         if done {
@@ -254,6 +257,7 @@ pub async fn run_episode(
         input_tokens,
         output_tokens,
         retries,
+        retry_wait_ms,
         latency_ms: latency_stats(latencies),
         cost_usd,
         error,

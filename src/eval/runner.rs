@@ -170,8 +170,12 @@ pub async fn run(
                     }
                     unlocks.fetch_add(unlocked.len() as u64, Ordering::Relaxed);
                     let t = turns.load(Ordering::Relaxed);
+                    let limit = model
+                        .concurrency_limit()
+                        .map(|n| format!("  limit {n}"))
+                        .unwrap_or_default();
                     bar.set_message(format!(
-                        "turns {t}  achievements {}  req/s {:.1}  errors {}",
+                        "turns {t}  achievements {}  req/s {:.1}  errors {}{limit}",
                         unlocks.load(Ordering::Relaxed),
                         t as f64 / t0.elapsed().as_secs_f64().max(1e-9),
                         errors.load(Ordering::Relaxed)

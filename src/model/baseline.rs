@@ -130,6 +130,7 @@ fn reply(
         usage: Usage::default(),
         latency_ms: 0.0,
         retries: 0,
+        retry_wait_ms: 0.0,
         raw,
     }
 }

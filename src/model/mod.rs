@@ -3,6 +3,7 @@
 //! A backend never sees the game.
 
 pub mod baseline;
+pub mod limit;
 pub mod mock;
 pub mod openai;
 
@@ -152,6 +153,8 @@ pub struct ChatReply {
     pub latency_ms: f64,
     /// Retries made before this reply.
     pub retries: u32,
+    /// Time spent waiting between attempts (backoff and `Retry-After`), milliseconds.
+    pub retry_wait_ms: f64,
     /// The raw response body (for the trajectory log).
     pub raw: Value,
 }
@@ -186,4 +189,8 @@ pub trait ChatModel: Send + Sync {
     /// Answer one request.
     fn chat<'a>(&'a self, request: &'a ChatRequest)
         -> BoxFuture<'a, Result<ChatReply, ModelError>>;
+    /// The current limit on requests in flight, for models that adapt one (for display).
+    fn concurrency_limit(&self) -> Option<usize> {
+        None
+    }
 }

@@ -9,11 +9,29 @@
 //! turns every non-2xx answer into an [`HttpFailure`] carrying the status, `Retry-After` and a
 //! short body excerpt, whatever the body looks like; the stock client would lose the status
 //! for any body that is not `{"error":{…,"code":"<string>"}}`. Retries (429, 408, 409, 5xx,
-//! connection errors, timeouts) are done here with capped exponential backoff and full jitter.
-//! The API key never appears in `Debug` output or in any error message.
+//! connection errors, timeouts) are done here with capped exponential backoff and full jitter;
+//! every wait (backoff or `Retry-After`) is capped by `max_retry_wait`, and an optional
+//! `turn_deadline` bounds one call with all its attempts and waits. With an
+//! [`AdaptiveLimit`], every attempt holds one of its permits while in flight; a 429 halves the
+//! limit and successes grow it back. The API key never appears in `Debug` output or in any
+//! error message.
+//!
+//! How faults are classified (retried or not, and the final error):
+//!
+//! | fault | retried | final error |
+//! |---|---|---|
+//! | 429, 408, 409, 5xx | yes (after `Retry-After` or backoff, capped) | `Http { status }` |
+//! | other 4xx | no | `Http { status }` |
+//! | attempt longer than `request_timeout` | yes | `Timeout(request_timeout)` |
+//! | connection refused / reset / closed before the answer | yes | `Connect` |
+//! | body cut off by the connection (shorter than its `Content-Length`) | yes | `Connect` |
+//! | complete body that is not JSON (e.g. JSON cut off with a matching length) | no | `BadResponse` |
+//! | JSON without a usable choice | no | `BadResponse` |
+//! | `turn_deadline` passed (or the next wait would pass it) | no | `Timeout(turn_deadline)` |
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -24,6 +42,7 @@ use async_openai::Client;
 use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::Value;
 
+use super::limit::AdaptiveLimit;
 use super::{BoxFuture, ChatModel, ChatReply, ChatRequest, ModelError};
 
 mod errors;
@@ -35,7 +54,7 @@ pub use wire::{arguments_string, parse_response, png_data_url, request_body};
 use errors::{excerpt_text, retry_after, truncate};
 use wire::parse_detail;
 
-/// Longest `Retry-After` we honour; larger values are clamped.
+/// Default of [`OpenAiConfig::max_retry_wait`]: the longest wait between attempts.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// First backoff ceiling (doubled per retry, full jitter below it).
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
@@ -65,11 +84,20 @@ pub struct OpenAiConfig {
     pub extra_headers: Vec<(String, String)>,
     /// Image `detail` ("low", "high", "auto", "original"); `None` omits it.
     pub image_detail: Option<String>,
+    /// Adaptive limit on attempts in flight to this endpoint (share one `Arc` between every
+    /// model talking to it); `None`: no limit.
+    pub adaptive: Option<Arc<AdaptiveLimit>>,
+    /// Longest wait between attempts (backoff or `Retry-After`); larger waits are cut to it.
+    pub max_retry_wait: Duration,
+    /// Longest time one `chat()` call may take with every attempt and wait (`None`: no limit);
+    /// passing it gives [`ModelError::Timeout`].
+    pub turn_deadline: Option<Duration>,
 }
 
 impl OpenAiConfig {
     /// A config with defaults: no key, 60 s per attempt, 3 retries, `max_completion_tokens`,
-    /// `tool_choice` sent, no extra headers, image detail omitted.
+    /// `tool_choice` sent, no extra headers, image detail omitted, no adaptive limit, waits
+    /// capped at 60 s, no turn deadline.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiConfig {
         OpenAiConfig {
             base_url: base_url.into(),
@@ -81,6 +109,9 @@ impl OpenAiConfig {
             send_tool_choice: true,
             extra_headers: Vec::new(),
             image_detail: None,
+            adaptive: None,
+            max_retry_wait: MAX_RETRY_AFTER,
+            turn_deadline: None,
         }
     }
 }
@@ -98,6 +129,9 @@ impl fmt::Debug for OpenAiConfig {
             .field("send_tool_choice", &self.send_tool_choice)
             .field("extra_headers (values redacted)", &header_names)
             .field("image_detail", &self.image_detail)
+            .field("adaptive", &self.adaptive)
+            .field("max_retry_wait", &self.max_retry_wait)
+            .field("turn_deadline", &self.turn_deadline)
             .finish()
     }
 }
@@ -130,6 +164,9 @@ impl OpenAiModel {
             return Err(ModelError::Config(
                 "request timeout must be positive".into(),
             ));
+        }
+        if config.turn_deadline.is_some_and(|d| d.is_zero()) {
+            return Err(ModelError::Config("turn deadline must be positive".into()));
         }
         parse_detail(config.image_detail.as_deref())?;
 
@@ -184,29 +221,68 @@ impl OpenAiModel {
         &self.config
     }
 
-    /// One request with retries.
+    /// One request with retries, under the adaptive limit and the turn deadline if set.
     async fn call(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
         let body = request_body(&self.config, request)?;
         let started = Instant::now();
+        let deadline = self
+            .config
+            .turn_deadline
+            .map(|d| tokio::time::Instant::now() + d);
         let mut retries = 0u32;
+        let mut waited = Duration::ZERO;
         loop {
+            let permit = match &self.config.adaptive {
+                Some(limit) => match within(deadline, limit.acquire()).await {
+                    Some(permit) => Some(permit),
+                    None => return Err(self.deadline_passed(retries)),
+                },
+                None => None,
+            };
+            // The last attempt before the deadline only gets what is left of it.
+            let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+            let attempt_limit = left.map_or(self.config.request_timeout, |l| {
+                l.min(self.config.request_timeout)
+            });
             let attempt = tokio::time::timeout(
-                self.config.request_timeout,
+                attempt_limit,
                 self.client.chat().create_byot::<_, Value>(&body),
             )
             .await;
             let failure = match attempt {
                 Ok(Ok(value)) => {
+                    if let Some(permit) = permit {
+                        permit.succeeded();
+                    }
                     let mut reply = parse_response(value).map_err(|e| self.redact_error(e))?;
                     reply.retries = retries;
+                    reply.retry_wait_ms = waited.as_secs_f64() * 1000.0;
                     reply.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
                     return Ok(reply);
                 }
                 Ok(Err(e)) => classify(e, self.config.api_key.as_deref()),
+                Err(_) if attempt_limit < self.config.request_timeout => {
+                    return Err(self.deadline_passed(retries));
+                }
                 Err(_) => Failure::Timeout,
             };
+            match permit {
+                Some(permit) if failure.rate_limited() => {
+                    if permit.rate_limited() {
+                        tracing::debug!(
+                            model = %self.config.model,
+                            limit = self.concurrency_limit().unwrap_or(0),
+                            "rate limited: in-flight limit halved"
+                        );
+                    }
+                }
+                other => drop(other),
+            }
             if retries < self.config.max_retries && failure.retryable() {
                 let delay = self.backoff(retries, failure.retry_after());
+                if deadline.is_some_and(|d| tokio::time::Instant::now() + delay >= d) {
+                    return Err(self.deadline_passed(retries));
+                }
                 tracing::debug!(
                     model = %self.config.model,
                     retry = retries + 1,
@@ -214,7 +290,9 @@ impl OpenAiModel {
                     error = %self.redact(&failure.to_string()),
                     "retrying chat request"
                 );
+                let slept = Instant::now();
                 tokio::time::sleep(delay).await;
+                waited += slept.elapsed();
                 retries += 1;
                 continue;
             }
@@ -223,15 +301,28 @@ impl OpenAiModel {
         }
     }
 
+    /// The error for a call that ran out of its turn deadline.
+    fn deadline_passed(&self, retries: u32) -> ModelError {
+        let limit = self.config.turn_deadline.unwrap_or_default();
+        tracing::debug!(
+            model = %self.config.model,
+            retries,
+            deadline_s = limit.as_secs_f64(),
+            "turn deadline passed"
+        );
+        ModelError::Timeout(limit.as_secs_f64())
+    }
+
     /// Delay before retry number `retry_index + 1`.
     fn backoff(&self, retry_index: u32, retry_after: Option<Duration>) -> Duration {
-        if let Some(wait) = retry_after {
-            return wait.min(MAX_RETRY_AFTER);
-        }
-        let ceiling = BACKOFF_BASE
-            .saturating_mul(1u32 << retry_index.min(16))
-            .min(BACKOFF_CAP);
-        ceiling.mul_f64(self.next_unit())
+        let wait = match retry_after {
+            Some(wait) => wait,
+            None => BACKOFF_BASE
+                .saturating_mul(1u32 << retry_index.min(16))
+                .min(BACKOFF_CAP)
+                .mul_f64(self.next_unit()),
+        };
+        wait.min(self.config.max_retry_wait)
     }
 
     /// Uniform in [0, 1) from a splitmix64 stream.
@@ -275,6 +366,21 @@ impl ChatModel for OpenAiModel {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatReply, ModelError>> {
         Box::pin(self.call(request))
+    }
+
+    fn concurrency_limit(&self) -> Option<usize> {
+        self.config.adaptive.as_ref().map(|l| l.current())
+    }
+}
+
+/// Run `fut` unless `deadline` passes first (`None` when it does).
+async fn within<T>(
+    deadline: Option<tokio::time::Instant>,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d, fut).await.ok(),
+        None => Some(fut.await),
     }
 }
 
@@ -354,6 +460,10 @@ impl Failure {
         }
     }
 
+    fn rate_limited(&self) -> bool {
+        matches!(self, Failure::Http(h) if h.status == 429)
+    }
+
     fn retry_after(&self) -> Option<Duration> {
         match self {
             Failure::Http(h) => h.retry_after,
@@ -401,6 +511,12 @@ fn classify(error: OpenAIError, api_key: Option<&str>) -> Failure {
                 Failure::Timeout
             } else if e.is_builder() {
                 Failure::Config(clean(&error_chain(&e)))
+            } else if e.is_decode() && cut_off(&e) {
+                // The connection ended inside the body: a transport fault, worth a retry.
+                Failure::Connect(clean(&format!(
+                    "response body cut off: {}",
+                    error_chain(&e)
+                )))
             } else if e.is_decode() {
                 Failure::Bad(clean(&error_chain(&e)))
             } else {
@@ -419,6 +535,18 @@ fn classify(error: OpenAIError, api_key: Option<&str>) -> Failure {
         OpenAIError::InvalidArgument(m) => Failure::Config(clean(&m)),
         other => Failure::Bad(clean(&other.to_string())),
     }
+}
+
+/// Whether an I/O error (the connection failing while the body was read) caused this one.
+fn cut_off(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = error.source();
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// An error and its sources, joined by ": ".

@@ -105,6 +105,9 @@ pub struct Summary {
     pub latency_p95_ms: f64,
     /// Client retries in total.
     pub retries: u64,
+    /// Time the client spent waiting between attempts in total, seconds.
+    #[serde(default)]
+    pub retry_wait_s: f64,
     /// Sum of episode wall times, seconds.
     pub episode_wall_s: f64,
     /// Per-achievement unlock rate, percent of completed episodes.
@@ -192,6 +195,7 @@ pub fn summarize(model: &str, episodes: &[EpisodeResult]) -> Summary {
         latency_p50_ms: percentile(&latencies, 0.5),
         latency_p95_ms: percentile(&latencies, 0.95),
         retries: episodes.iter().map(|e| e.retries as u64).sum(),
+        retry_wait_s: episodes.iter().map(|e| e.retry_wait_ms).sum::<f64>() / 1000.0,
         episode_wall_s: episodes.iter().map(|e| e.wall_s).sum(),
         achievement_rates: rates,
         seeds: episodes.iter().map(|e| e.seed).collect(),

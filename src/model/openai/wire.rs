@@ -278,6 +278,7 @@ pub fn parse_response(body: Value) -> Result<ChatReply, ModelError> {
         usage,
         latency_ms: 0.0,
         retries: 0,
+        retry_wait_ms: 0.0,
         raw: body,
     })
 }

@@ -437,6 +437,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "crafter_reference": "crafter 1.8.3 (creation-order balancing)",
         "config": config,
         "prompt_sha256": sha256_hex(system.as_bytes()),
+        "system_prompt": system,
         "textures": {"kind": textures.kind(), "fingerprint": textures.fingerprint()},
     });
     let episode = EpisodeConfig {

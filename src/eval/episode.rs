@@ -208,6 +208,7 @@ pub async fn run_episode(
             "step": step_before,
             "observation": observation,
             "note": user_note(&user),
+            "user_text": user.joined_text(),
             "frame": {"path": frame_rel, "sha256": sha256_hex(&sent_frame), "sent": user.image_count() > 0},
             "request": {
                 "messages": request.messages.len(),

@@ -1,4 +1,5 @@
 //! Everything that reads the results store: statistics and summaries.
 
+pub mod run;
 pub mod stats;
 pub mod summary;

@@ -1,0 +1,239 @@
+//! Opening a run folder for reading (DESIGN §4): `run.json`, complete episodes, unfinished
+//! episodes and trajectories, with errors that name the file and say what to do.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::formats::EpisodeResult;
+
+use super::summary::ReadError;
+
+/// A run folder as read from disk.
+#[derive(Clone, Debug)]
+pub struct RunData {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// `run.json` as written (config, versions, seeds, times).
+    pub info: Value,
+    /// Complete episodes (those with an `episode.json`), sorted by seed.
+    pub episodes: Vec<EpisodeResult>,
+    /// Seeds whose folder exists without an `episode.json` (interrupted or running), sorted.
+    pub incomplete: Vec<i64>,
+}
+
+impl RunData {
+    /// Model name: from `run.json`'s config, else from the episodes, else "unknown".
+    pub fn model(&self) -> String {
+        self.info["config"]["model"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| self.episodes.first().map(|e| e.model.clone()))
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    /// Run name: `config.run_name`, else the folder name.
+    pub fn name(&self) -> String {
+        self.info["config"]["run_name"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| {
+                self.dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| self.dir.display().to_string())
+            })
+    }
+
+    /// Seeds the run was asked to play (`config.seeds`), when recorded.
+    pub fn planned_seeds(&self) -> Option<Vec<i64>> {
+        self.info["config"]["seeds"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+    }
+
+    /// The folder of one episode.
+    pub fn episode_dir(&self, seed: i64) -> PathBuf {
+        episode_dir(&self.dir, seed)
+    }
+
+    /// The trajectory lines of one episode.
+    pub fn trajectory(&self, seed: i64) -> Result<Vec<Value>, ReadError> {
+        read_trajectory(&self.dir, seed)
+    }
+}
+
+/// `RUN/episodes/seed_<S>`.
+pub fn episode_dir(run: &Path, seed: i64) -> PathBuf {
+    run.join("episodes").join(format!("seed_{seed}"))
+}
+
+fn corrupt(path: &Path, message: impl Into<String>) -> ReadError {
+    ReadError::Corrupt {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+fn io(path: &Path, source: std::io::Error) -> ReadError {
+    ReadError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Open a run folder: `run.json` must exist and parse; every `episode.json` must parse.
+/// A folder with no complete episode is an error (there is nothing to read).
+pub fn open_run(dir: &Path) -> Result<RunData, ReadError> {
+    if !dir.exists() {
+        return Err(corrupt(
+            dir,
+            "no such folder: pass a run folder written by `vlm-eval run` (results/<run>)",
+        ));
+    }
+    if !dir.is_dir() {
+        return Err(corrupt(
+            dir,
+            "not a folder: pass a run folder (results/<run>)",
+        ));
+    }
+    let run_json = dir.join("run.json");
+    let text = match std::fs::read_to_string(&run_json) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(corrupt(
+                &run_json,
+                "missing: this is not a run folder (expected results/<run>/run.json)",
+            ))
+        }
+        Err(e) => return Err(io(&run_json, e)),
+    };
+    let info: Value = serde_json::from_str(&text)
+        .map_err(|e| corrupt(&run_json, format!("not valid JSON ({e})")))?;
+    if !info.is_object() {
+        return Err(corrupt(&run_json, "not a JSON object"));
+    }
+    let episodes = super::summary::read_episodes(dir)?;
+    let mut incomplete = Vec::new();
+    let eps_dir = dir.join("episodes");
+    if let Ok(entries) = std::fs::read_dir(&eps_dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(seed) = name
+                .strip_prefix("seed_")
+                .and_then(|s| s.parse::<i64>().ok())
+            else {
+                continue;
+            };
+            if !entry.path().join("episode.json").is_file() {
+                incomplete.push(seed);
+            }
+        }
+    }
+    incomplete.sort_unstable();
+    if episodes.is_empty() {
+        let why = if incomplete.is_empty() {
+            "has no episodes".to_string()
+        } else {
+            format!(
+                "has no complete episode ({} unfinished: rerun the same command to resume)",
+                incomplete.len()
+            )
+        };
+        return Err(corrupt(&eps_dir, why));
+    }
+    Ok(RunData {
+        dir: dir.to_path_buf(),
+        info,
+        episodes,
+        incomplete,
+    })
+}
+
+/// Read `trajectory.jsonl` of one episode. A last line cut short (an interrupted write) is
+/// dropped; a bad line before it is an error naming the file and line.
+pub fn read_trajectory(run: &Path, seed: i64) -> Result<Vec<Value>, ReadError> {
+    let path = episode_dir(run, seed).join("trajectory.jsonl");
+    let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) if v.is_object() => out.push(v),
+            _ if i + 1 == lines.len() && !text.ends_with('\n') => break,
+            Ok(_) => {
+                return Err(corrupt(
+                    &path,
+                    format!("line {} is not a JSON object", i + 1),
+                ))
+            }
+            Err(e) => return Err(corrupt(&path, format!("line {}: {e}", i + 1))),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("vlm-eval-run-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn missing_and_corrupt_runs_name_the_file() {
+        let d = tmp("bad");
+        let e = open_run(&d.join("nope")).unwrap_err().to_string();
+        assert!(e.contains("nope") && e.contains("no such folder"), "{e}");
+        let e = open_run(&d).unwrap_err().to_string();
+        assert!(
+            e.contains("run.json") && e.contains("not a run folder"),
+            "{e}"
+        );
+        std::fs::write(d.join("run.json"), "{oops").unwrap();
+        let e = open_run(&d).unwrap_err().to_string();
+        assert!(
+            e.contains("run.json") && e.contains("not valid JSON"),
+            "{e}"
+        );
+        std::fs::write(d.join("run.json"), "{}").unwrap();
+        std::fs::create_dir_all(d.join("episodes/seed_3")).unwrap();
+        let e = open_run(&d).unwrap_err().to_string();
+        assert!(
+            e.contains("no complete episode") && e.contains("1 unfinished"),
+            "{e}"
+        );
+        std::fs::write(d.join("episodes/seed_3/episode.json"), "[1,").unwrap();
+        let e = open_run(&d).unwrap_err().to_string();
+        assert!(e.contains("seed_3") && e.contains("episode.json"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn truncated_last_trajectory_line_is_dropped() {
+        let d = tmp("traj");
+        let ep = episode_dir(&d, 0);
+        std::fs::create_dir_all(&ep).unwrap();
+        std::fs::write(
+            ep.join("trajectory.jsonl"),
+            "{\"turn\":0}\n{\"turn\":1,\"obs",
+        )
+        .unwrap();
+        assert_eq!(read_trajectory(&d, 0).unwrap().len(), 1);
+        std::fs::write(
+            ep.join("trajectory.jsonl"),
+            "{\"turn\":0}\nxx\n{\"turn\":2}\n",
+        )
+        .unwrap();
+        let e = read_trajectory(&d, 0).unwrap_err().to_string();
+        assert!(
+            e.contains("trajectory.jsonl") && e.contains("line 2"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

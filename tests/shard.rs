@@ -240,7 +240,7 @@ fn bad_inputs_are_refused_naming_the_files() {
         "{e}"
     );
     // The same seed in two inputs.
-    ok(&run(&d, &["--seed-list", "4,5", "--run-name", "again"]));
+    ok(&run(&d, &["--shard", "2/3", "--run-name", "again"]));
     let o = merge(&[shards[2].clone(), d.join("again")], &out, &[]);
     assert_eq!(o.status.code(), Some(2));
     let e = err(&o);

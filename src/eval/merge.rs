@@ -2,8 +2,8 @@
 //! settings on different seeds) into one run folder with a fresh summary.
 //!
 //! Inputs must agree on every setting that shapes results (`run.json` config minus seeds, shard,
-//! run name, output folder, concurrency and the quiet/force switches, plus the prompt hash and
-//! the texture fingerprint) and no seed may be complete in two inputs. Complete episodes are
+//! run name, output folder, concurrency, endpoint (a warning) and the quiet/force switches, plus
+//! the prompt hash and the texture fingerprint) and no seed may be complete in two inputs. Complete episodes are
 //! copied (frames hard-linked when the filesystem allows, else copied), each with its
 //! `episode.json` written last and atomically, so an interrupted merge never shows a half-copied
 //! episode as complete. Unfinished episodes are not copied (a warning names them).
@@ -96,8 +96,9 @@ pub struct MergeOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Config keys that may differ between shards of one run.
-const VOLATILE: [&str; 7] = [
+/// Config keys that may differ between shards of one run (`endpoint` too, with a warning:
+/// shards may each use their own server of the same model).
+const VOLATILE: [&str; 8] = [
     "seeds",
     "shard",
     "run_name",
@@ -105,6 +106,7 @@ const VOLATILE: [&str; 7] = [
     "concurrency",
     "quiet",
     "force",
+    "endpoint",
 ];
 
 /// The settings that must agree between inputs.
@@ -279,14 +281,18 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
                 fields: diff.join("; "),
             });
         }
-        for field in ["vlm_eval_version", "git_commit"] {
-            if r.info[field] != first.info[field] {
+        for field in ["vlm_eval_version", "git_commit", "endpoint"] {
+            let get = |info: &Value| match field {
+                "endpoint" => info["config"]["endpoint"].clone(),
+                _ => info[field].clone(),
+            };
+            if get(&r.info) != get(&first.info) {
                 warnings.push(format!(
-                    "{} was made by {field} {} and {} by {}",
+                    "{} was made with {field} {} and {} with {}",
                     r.dir.display(),
-                    r.info[field],
+                    get(&r.info),
                     first.dir.display(),
-                    first.info[field]
+                    get(&first.info)
                 ));
             }
         }
@@ -447,4 +453,36 @@ pub fn cmd_merge(a: MergeArgs) -> Result<i32, CliError> {
         s.model, s.progression_mean, s.progression_se, s.crafter_score, s.errors
     );
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compat_key_ignores_volatile_fields_and_names_differences() {
+        let a = json!({"config": {"model": "m", "steps": 5, "seeds": [0, 1], "run_name": "a",
+            "shard": {"index": 0}, "concurrency": 8, "endpoint": "http://a/v1"},
+            "prompt_sha256": "p", "textures": {"fingerprint": "t"}, "started_at": "x"});
+        let mut b = a.clone();
+        b["config"]["seeds"] = json!([2, 3]);
+        b["config"]["run_name"] = json!("b");
+        b["config"]["shard"] = json!({"index": 1});
+        b["config"]["concurrency"] = json!(2);
+        b["config"]["endpoint"] = json!("http://b/v1");
+        b["started_at"] = json!("y");
+        assert!(differences(&compat_key(&a), &compat_key(&b)).is_empty());
+        b["config"]["steps"] = json!(4);
+        b["prompt_sha256"] = json!("q");
+        b["textures"]["fingerprint"] = json!("u");
+        let d = differences(&compat_key(&a), &compat_key(&b));
+        assert_eq!(
+            d,
+            [
+                "config.steps 4 vs 5",
+                "prompt_sha256 \"q\" vs \"p\"",
+                "textures.fingerprint \"u\" vs \"t\""
+            ]
+        );
+    }
 }

@@ -56,6 +56,12 @@ pub enum Command {
     /// Crafter's texture files.
     #[command(subcommand)]
     Assets(AssetsCommand),
+    /// Write runs' turns as OpenAI fine-tuning chat rows (JSONL), images as data URLs.
+    ExportSft(crate::report::sft_cmd::ExportSftArgs),
+    /// Play a fixed action cycle without a model; save the frames and an image-message preview.
+    Frames(crate::eval::frames::FramesArgs),
+    /// Join shard run folders (`run --shard i/n`) into one run folder with a fresh summary.
+    Merge(crate::eval::merge::MergeArgs),
 }
 
 /// `vlm-eval env …`
@@ -255,7 +261,16 @@ pub fn parse_action(s: &str) -> Result<Action, CliError> {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 5] = ["run", "env", "bench", "assets", "help"];
+pub const SUBCOMMANDS: [&str; 8] = [
+    "run",
+    "env",
+    "bench",
+    "assets",
+    "help",
+    "export-sft",
+    "frames",
+    "merge",
+];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
 pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
@@ -271,6 +286,9 @@ pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::
 pub fn run(cli: Cli) -> Result<i32, CliError> {
     match cli.command {
         Command::Run(a) => crate::runcmd::cmd_run(*a),
+        Command::ExportSft(a) => crate::report::sft_cmd::cmd_export_sft(a),
+        Command::Frames(a) => crate::eval::frames::cmd_frames(a),
+        Command::Merge(a) => crate::eval::merge::cmd_merge(a),
         Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),

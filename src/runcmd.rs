@@ -19,6 +19,7 @@ use crate::eval::budget::Budget;
 use crate::eval::cache::ResponseCache;
 use crate::eval::episode::EpisodeConfig;
 use crate::eval::runner::{run, RunOptions};
+use crate::eval::shard::Shard;
 use crate::eval::store::RunDir;
 use crate::model::baseline::{RandomModel, ScriptedModel};
 use crate::model::mock::MockServer;
@@ -158,6 +159,9 @@ pub struct RunArgs {
     /// Image detail sent with frames: low, high or auto (omitted by default).
     #[arg(long, value_parser = ["low", "high", "auto"])]
     pub image_detail: Option<String>,
+    /// Play only slice i of n (0-based) of the seed list, e.g. 0/4; join with `vlm-eval merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
 }
 
 macro_rules! merge {
@@ -243,7 +247,8 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             max_tokens_field,
             image_detail,
             max_retry_wait,
-            turn_deadline
+            turn_deadline,
+            shard
         );
         a.force |= file.force;
         a.quiet |= file.quiet;
@@ -271,6 +276,11 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             "--seed-list has duplicate seeds; list each seed once",
         ));
     }
+    let all_seeds = seeds.clone();
+    let seeds = match a.shard {
+        Some(shard) => shard.seeds_of(&seeds).map_err(CliError::usage)?,
+        None => seeds,
+    };
     let turns = a.steps.unwrap_or(10);
     if turns == 0 {
         return Err(CliError::usage(
@@ -399,14 +409,16 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             })
             .collect();
         format!(
-            "{safe}_{}_{}_{}px_{}t",
+            "{safe}_{}_{}_{}px_{}t{}",
             protocol_name(protocol),
             modality_name(conversation.modality),
             image_size,
-            turns
+            turns,
+            a.shard.map(|s| s.name_suffix()).unwrap_or_default()
         )
     });
-    let config = json!({
+    let tools = offered_tools(&conversation)?;
+    let mut config = json!({
         "model": model_name,
         "seeds": seeds,
         "steps": turns,
@@ -431,6 +443,10 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "run_name": run_name,
         "out": out,
     });
+    if let Some(shard) = a.shard {
+        config["shard"] =
+            json!({"index": shard.index, "count": shard.count, "all_seeds": all_seeds});
+    }
     let run_info = json!({
         "vlm_eval_version": env!("CARGO_PKG_VERSION"),
         "git_commit": option_env!("VLM_EVAL_GIT_COMMIT"),
@@ -438,6 +454,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "config": config,
         "prompt_sha256": sha256_hex(system.as_bytes()),
         "system_prompt": system,
+        "tools": tools,
         "textures": {"kind": textures.kind(), "fingerprint": textures.fingerprint()},
     });
     let episode = EpisodeConfig {
@@ -557,6 +574,16 @@ fn openai_config(
     cfg.max_retry_wait = q.max_retry_wait;
     cfg.turn_deadline = q.turn_deadline;
     cfg
+}
+
+/// The tools a run offers, as OpenAI `tools` JSON (recorded in run.json for the SFT export).
+fn offered_tools(conversation: &ConversationConfig) -> Result<Value, CliError> {
+    let request = crate::agent::conversation::Conversation::new(conversation.clone())
+        .request(&crate::model::Message::text(crate::model::Role::User, ""));
+    crate::model::openai::tools_json(&request.tools).map_err(|e| CliError {
+        code: 1,
+        message: e.to_string(),
+    })
 }
 
 fn protocol_name(p: Protocol) -> &'static str {

@@ -4,5 +4,8 @@ pub mod bench;
 pub mod budget;
 pub mod cache;
 pub mod episode;
+pub mod frames;
+pub mod merge;
 pub mod runner;
+pub mod shard;
 pub mod store;

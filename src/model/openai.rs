@@ -49,7 +49,7 @@ mod errors;
 mod wire;
 
 pub use errors::{error_excerpt, is_retryable_status, HttpFailure, EXCERPT_CHARS};
-pub use wire::{arguments_string, parse_response, png_data_url, request_body};
+pub use wire::{arguments_string, parse_response, png_data_url, request_body, tools_json};
 
 use errors::{excerpt_text, retry_after, truncate};
 use wire::parse_detail;

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::errors::{excerpt_text, json_error_summary};
 use super::OpenAiConfig;
 use crate::model::{
-    ChatReply, ChatRequest, Message, ModelError, Part, Role, ToolCall, ToolChoice, Usage,
+    ChatReply, ChatRequest, Message, ModelError, Part, Role, ToolCall, ToolChoice, ToolSpec, Usage,
 };
 
 pub(crate) fn parse_detail(detail: Option<&str>) -> Result<Option<ImageDetail>, ModelError> {
@@ -151,6 +151,29 @@ fn convert_message(
     })
 }
 
+fn convert_tools(tools: &[ToolSpec]) -> Result<Vec<ChatCompletionTools>, ModelError> {
+    tools
+        .iter()
+        .map(|t| {
+            let function = FunctionObjectArgs::default()
+                .name(t.name.clone())
+                .description(t.description.clone())
+                .parameters(t.parameters.clone())
+                .build()
+                .map_err(build_error)?;
+            Ok(ChatCompletionTools::Function(ChatCompletionTool {
+                function,
+            }))
+        })
+        .collect()
+}
+
+/// The `tools` array of a request body, exactly as [`request_body`] sends it.
+pub fn tools_json(tools: &[ToolSpec]) -> Result<Value, ModelError> {
+    serde_json::to_value(convert_tools(tools)?)
+        .map_err(|e| ModelError::Config(format!("cannot encode tools: {e}")))
+}
+
 /// Build the OpenAI JSON body for a request (typed async-openai builders, then
 /// `serde_json::to_value`).
 ///
@@ -166,22 +189,7 @@ pub fn request_body(config: &OpenAiConfig, request: &ChatRequest) -> Result<Valu
     let mut args = CreateChatCompletionRequestArgs::default();
     args.model(config.model.clone()).messages(messages);
     if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| {
-                let function = FunctionObjectArgs::default()
-                    .name(t.name.clone())
-                    .description(t.description.clone())
-                    .parameters(t.parameters.clone())
-                    .build()
-                    .map_err(build_error)?;
-                Ok(ChatCompletionTools::Function(ChatCompletionTool {
-                    function,
-                }))
-            })
-            .collect::<Result<Vec<_>, ModelError>>()?;
-        args.tools(tools);
+        args.tools(convert_tools(&request.tools)?);
         if config.send_tool_choice {
             if let Some(choice) = request.tool_choice {
                 args.tool_choice(ChatCompletionToolChoiceOption::Mode(match choice {

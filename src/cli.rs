@@ -56,6 +56,13 @@ pub enum Command {
     /// Crafter's texture files.
     #[command(subcommand)]
     Assets(AssetsCommand),
+    /// Compare runs: metrics table, achievement matrix, paired per-seed deltas; CSV export.
+    Compare(crate::comparecmd::CompareArgs),
+    /// Regression gate: exit 1 when a run is worse than a baseline beyond a tolerance.
+    Check(crate::checkcmd::CheckArgs),
+    /// Baseline files for `check`.
+    #[command(subcommand)]
+    Baseline(crate::checkcmd::BaselineCommand),
 }
 
 /// `vlm-eval env …`
@@ -255,7 +262,9 @@ pub fn parse_action(s: &str) -> Result<Action, CliError> {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 5] = ["run", "env", "bench", "assets", "help"];
+pub const SUBCOMMANDS: [&str; 8] = [
+    "run", "env", "bench", "assets", "compare", "check", "baseline", "help",
+];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
 pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
@@ -271,6 +280,9 @@ pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::
 pub fn run(cli: Cli) -> Result<i32, CliError> {
     match cli.command {
         Command::Run(a) => crate::runcmd::cmd_run(*a),
+        Command::Compare(a) => crate::comparecmd::cmd_compare(a),
+        Command::Check(a) => crate::checkcmd::cmd_check(a),
+        Command::Baseline(c) => crate::checkcmd::cmd_baseline(c),
         Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),

@@ -187,7 +187,10 @@ pub struct PValue {
 pub fn sign_flip_p_value(deltas: &[f64], resamples: usize, seed: u32) -> PValue {
     let n = deltas.len();
     if n == 0 {
-        return PValue { p: 1.0, exact: true };
+        return PValue {
+            p: 1.0,
+            exact: true,
+        };
     }
     let observed = deltas.iter().sum::<f64>().abs();
     let scale = deltas.iter().map(|d| d.abs()).sum::<f64>().max(1.0);
@@ -377,7 +380,13 @@ mod tests {
     fn sign_flip_exact_known_cases() {
         // [1,2,3,4]: only all-plus and all-minus reach |sum| = 10 → 2 of 16 patterns.
         let p = sign_flip_p_value(&[1.0, 2.0, 3.0, 4.0], 0, 0);
-        assert_eq!(p, PValue { p: 2.0 / 16.0, exact: true });
+        assert_eq!(
+            p,
+            PValue {
+                p: 2.0 / 16.0,
+                exact: true
+            }
+        );
         // [2,1,1]: sums ±4, ±2 (twice each sign), 0 (twice) → |s| ≥ 4 in 2 of 8.
         assert_eq!(sign_flip_p_value(&[2.0, 1.0, 1.0], 0, 0).p, 0.25);
         // [3,1]: sums 4, 2, −2, −4 → 2 of 4.
@@ -425,8 +434,14 @@ mod tests {
         let var = dist.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / dist.len() as f64;
         assert!((m - 4.2).abs() < 0.05, "{m}");
         assert!((var / 2.832 - 1.0).abs() < 0.05, "{var}");
-        assert_eq!(dist, bootstrap_distribution(5, 40_000, 3, |idx| mean_at(&xs, idx)));
-        assert_ne!(dist, bootstrap_distribution(5, 40_000, 4, |idx| mean_at(&xs, idx)));
+        assert_eq!(
+            dist,
+            bootstrap_distribution(5, 40_000, 3, |idx| mean_at(&xs, idx))
+        );
+        assert_ne!(
+            dist,
+            bootstrap_distribution(5, 40_000, 4, |idx| mean_at(&xs, idx))
+        );
     }
 
     #[test]
@@ -473,7 +488,10 @@ mod tests {
         assert_eq!((d.delta, d.se), (-4.0, 5.0));
         assert!((d.ci.lo + 4.0 + 9.799_82).abs() < 1e-4, "{d:?}");
         assert!((d.ci.hi + 4.0 - 9.799_82).abs() < 1e-4, "{d:?}");
-        assert!((d.upper - (-4.0 + 5.0 * 1.644_853_627)).abs() < 1e-5, "{d:?}");
+        assert!(
+            (d.upper - (-4.0 + 5.0 * 1.644_853_627)).abs() < 1e-5,
+            "{d:?}"
+        );
         assert!((d.p - 0.423_710_8).abs() < 1e-6, "{d:?}");
         assert_eq!(normal_diff(1.0, 0.0, 1.0, 0.0, 0.95).p, 1.0);
     }

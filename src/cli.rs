@@ -62,6 +62,13 @@ pub enum Command {
     Frames(crate::eval::frames::FramesArgs),
     /// Join shard run folders (`run --shard i/n`) into one run folder with a fresh summary.
     Merge(crate::eval::merge::MergeArgs),
+    /// Compare runs: metrics table, achievement matrix, paired per-seed deltas; CSV export.
+    Compare(crate::comparecmd::CompareArgs),
+    /// Regression gate: exit 1 when a run is worse than a baseline beyond a tolerance.
+    Check(crate::checkcmd::CheckArgs),
+    /// Baseline files for `check`.
+    #[command(subcommand)]
+    Baseline(crate::checkcmd::BaselineCommand),
 }
 
 /// `vlm-eval env …`
@@ -261,7 +268,7 @@ pub fn parse_action(s: &str) -> Result<Action, CliError> {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 8] = [
+pub const SUBCOMMANDS: [&str; 11] = [
     "run",
     "env",
     "bench",
@@ -270,6 +277,9 @@ pub const SUBCOMMANDS: [&str; 8] = [
     "export-sft",
     "frames",
     "merge",
+    "compare",
+    "check",
+    "baseline",
 ];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
@@ -289,6 +299,9 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::ExportSft(a) => crate::report::sft_cmd::cmd_export_sft(a),
         Command::Frames(a) => crate::eval::frames::cmd_frames(a),
         Command::Merge(a) => crate::eval::merge::cmd_merge(a),
+        Command::Compare(a) => crate::comparecmd::cmd_compare(a),
+        Command::Check(a) => crate::checkcmd::cmd_check(a),
+        Command::Baseline(c) => crate::checkcmd::cmd_baseline(c),
         Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),

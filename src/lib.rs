@@ -3,7 +3,9 @@
 
 pub mod agent;
 pub mod bench;
+pub mod checkcmd;
 pub mod cli;
+pub mod comparecmd;
 pub mod crafter;
 pub mod eval;
 pub mod formats;

@@ -1,5 +1,9 @@
-//! Everything that reads the results store: statistics, summaries and the SFT export.
+//! Everything that reads the results store: statistics, summaries, comparisons, the
+//! regression gate and the SFT export.
 
+pub mod baseline;
+pub mod check;
+pub mod compare;
 pub mod run;
 pub mod sft;
 pub mod sft_cmd;

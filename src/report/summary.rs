@@ -253,7 +253,8 @@ impl Summary {
     }
 }
 
-fn write_csv(path: &Path, header: &[&str], rows: &[Vec<String>]) -> Result<(), ReadError> {
+/// Write a CSV file (header, then rows) atomically.
+pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<String>]) -> Result<(), ReadError> {
     let err = |e: &dyn std::fmt::Display| ReadError::Write {
         path: path.display().to_string(),
         message: e.to_string(),

@@ -1,0 +1,290 @@
+//! The `check` (regression gate) and `baseline save` commands.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use crate::cli::CliError;
+use crate::comparecmd::check_confidence;
+use crate::report::baseline::{
+    baseline_from_run, config_differences, load_results, save_baseline, Metric, ResultSet,
+    SourceKind,
+};
+use crate::report::check::{check_metric, junit, markdown, CheckOptions};
+use crate::report::run::open_run;
+use crate::report::stats::DEFAULT_RESAMPLES;
+
+const CHECK_HELP: &str = "\
+Rule, per metric (higher is better for all): delta = run - baseline. U is the upper one-sided \
+bound of delta at --confidence: from a paired percentile bootstrap over the seeds both share \
+(when the baseline has per-seed values and at least 2 seeds are shared), else an unpaired \
+bootstrap (each side resampled separately), else - for a summary.json baseline - the normal \
+approximation delta + z*sqrt(SE_base^2 + SE_run^2). The run REGRESSED iff U < -max_drop, i.e. \
+we are at least --confidence sure the drop exceeds the tolerance; it passes otherwise, \
+including when there are too few episodes to tell.
+
+--max-drop is in the metric's units: progression and crafter_score in percentage points, \
+score in achievements per episode, return in reward. Give one value for all metrics or one \
+per metric (comma-separated, same order as --metric).
+
+Exit codes: 0 pass, 1 regressed, 2 bad input (missing, corrupt or partial files, bad flags). \
+The Markdown verdict goes to stdout and is appended to $GITHUB_STEP_SUMMARY when set.";
+
+/// `vlm-eval check` flags.
+#[derive(Args, Debug)]
+#[command(after_help = CHECK_HELP)]
+pub struct CheckArgs {
+    /// Baseline: a run folder, a baseline file (`vlm-eval baseline save`) or a summary.json.
+    #[arg(long)]
+    pub baseline: PathBuf,
+    /// The run folder to check.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Metrics to check, comma-separated: progression, score, return, crafter_score.
+    #[arg(long, value_delimiter = ',', default_value = "progression")]
+    pub metric: Vec<String>,
+    /// Largest tolerated drop, in the metric's units (one value, or one per metric).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub max_drop: Vec<f64>,
+    /// Confidence level of the one-sided bound, in [0.5, 1).
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Also write JUnit XML (one testcase per metric) to this file.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Seed of the resampling RNG (same inputs and seed → same verdict).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u32,
+    /// Bootstrap and Monte Carlo resamples.
+    #[arg(long, default_value_t = DEFAULT_RESAMPLES)]
+    pub resamples: usize,
+    /// Accept run folders with unfinished episodes (by default they are bad input: exit 2).
+    #[arg(long)]
+    pub allow_partial: bool,
+}
+
+/// `vlm-eval baseline …`
+#[derive(Subcommand, Debug)]
+pub enum BaselineCommand {
+    /// Save a run's per-seed metric values and summary as a small baseline file for `check`.
+    Save(BaselineSaveArgs),
+}
+
+/// `vlm-eval baseline save` arguments.
+#[derive(Args, Debug)]
+pub struct BaselineSaveArgs {
+    /// Run folder (results/<run>).
+    pub run: PathBuf,
+    /// Baseline file to write (JSON).
+    pub file: PathBuf,
+    /// Accept a run with unfinished episodes.
+    #[arg(long)]
+    pub allow_partial: bool,
+}
+
+fn partial_error(path: &Path, unfinished: &[i64], planned: usize) -> CliError {
+    let seeds: Vec<String> = unfinished.iter().take(10).map(i64::to_string).collect();
+    CliError::usage(format!(
+        "{} is a partial run: {} of {planned} planned episodes have no episode.json (seeds {}{}): finish it by rerunning the same command, or pass --allow-partial",
+        path.display(),
+        unfinished.len(),
+        seeds.join(", "),
+        if unfinished.len() > 10 { ", …" } else { "" }
+    ))
+}
+
+fn refuse_partial(r: &ResultSet, allow: bool) -> Result<(), CliError> {
+    if !allow && !r.unfinished.is_empty() {
+        let planned = r.summary.episodes + r.unfinished.len();
+        return Err(partial_error(&r.path, &r.unfinished, planned));
+    }
+    Ok(())
+}
+
+fn parse_metrics(a: &CheckArgs) -> Result<Vec<(Metric, f64)>, CliError> {
+    let valid: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+    let mut metrics = Vec::new();
+    for name in &a.metric {
+        let m = Metric::parse(name).ok_or_else(|| {
+            CliError::usage(format!(
+                "unknown --metric '{name}': valid names are {}",
+                valid.join(", ")
+            ))
+        })?;
+        if !metrics.contains(&m) {
+            metrics.push(m);
+        }
+    }
+    if metrics.is_empty() {
+        return Err(CliError::usage(format!(
+            "--metric is empty: give one or more of {}",
+            valid.join(", ")
+        )));
+    }
+    if a.max_drop.len() != 1 && a.max_drop.len() != metrics.len() {
+        return Err(CliError::usage(format!(
+            "--max-drop has {} values for {} metrics: give one value, or one per metric",
+            a.max_drop.len(),
+            metrics.len()
+        )));
+    }
+    if let Some(bad) = a.max_drop.iter().find(|d| !d.is_finite() || **d < 0.0) {
+        return Err(CliError::usage(format!(
+            "--max-drop {bad} is invalid: give a tolerance ≥ 0 in the metric's units"
+        )));
+    }
+    Ok(metrics
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| (m, a.max_drop[i.min(a.max_drop.len() - 1)]))
+        .collect())
+}
+
+fn notes(baseline: &ResultSet, run: &ResultSet) -> Vec<String> {
+    let mut out = Vec::new();
+    let diffs = config_differences(&baseline.config, &run.config);
+    if !diffs.is_empty() {
+        out.push(format!(
+            "configs differ ({}): the comparison may not be like for like",
+            diffs.join("; ")
+        ));
+    }
+    if baseline.kind == SourceKind::Summary {
+        let folder = baseline
+            .path
+            .parent()
+            .filter(|p| p.join("run.json").is_file());
+        out.push(match folder {
+            Some(f) => format!(
+                "baseline is a summary.json (means and SEs only), so the test is unpaired; pass the folder {} for a paired test",
+                f.display()
+            ),
+            None => "baseline is a summary.json (means and SEs only), so the test is unpaired and uses a normal approximation".into(),
+        });
+    } else {
+        let base: std::collections::BTreeSet<i64> =
+            baseline.points.iter().map(|p| p.seed).collect();
+        let this: std::collections::BTreeSet<i64> = run.points.iter().map(|p| p.seed).collect();
+        let shared = base.intersection(&this).count();
+        if base != this {
+            out.push(format!(
+                "seed sets differ: {shared} shared, {} only in the baseline, {} only in the run",
+                base.len() - shared,
+                this.len() - shared
+            ));
+        }
+        if shared < 2 {
+            out.push("fewer than 2 shared seeds: unpaired test over all episodes".into());
+        }
+    }
+    if run.summary.errors > 0 {
+        out.push(format!(
+            "the run has {} episodes that ended in an error; they are left out",
+            run.summary.errors
+        ));
+    }
+    if !run.unfinished.is_empty() {
+        out.push(format!(
+            "the run is partial ({} unfinished episodes, allowed by --allow-partial)",
+            run.unfinished.len()
+        ));
+    }
+    if run.points.len() < 10 {
+        out.push(format!(
+            "only {} run episodes: intervals from so few episodes are rough; with ~10 episodes, progression gaps below ~8 points are mostly noise",
+            run.points.len()
+        ));
+    }
+    out
+}
+
+fn append_step_summary(md: &str) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let result = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| writeln!(f, "{md}"));
+    if let Err(e) = result {
+        tracing::warn!(
+            "cannot append the verdict to $GITHUB_STEP_SUMMARY ({}): {e}",
+            PathBuf::from(path).display()
+        );
+    }
+}
+
+/// Run `vlm-eval check`; returns 0 (pass) or 1 (regressed).
+pub fn cmd_check(a: CheckArgs) -> Result<i32, CliError> {
+    check_confidence(a.confidence)?;
+    if a.resamples == 0 {
+        return Err(CliError::usage("--resamples must be at least 1"));
+    }
+    let metrics = parse_metrics(&a)?;
+    let run = open_run(&a.run)
+        .map(|r| ResultSet::from_run(&r))
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    refuse_partial(&run, a.allow_partial)?;
+    let baseline = load_results(&a.baseline).map_err(|e| CliError::usage(e.to_string()))?;
+    refuse_partial(&baseline, a.allow_partial)?;
+    let mut verdicts = Vec::new();
+    let mut opts = CheckOptions {
+        max_drop: 0.0,
+        confidence: a.confidence,
+        resamples: a.resamples,
+        seed: a.seed,
+    };
+    for (m, drop) in metrics {
+        opts.max_drop = drop;
+        let v =
+            check_metric(&baseline, &run, m, &opts).map_err(|e| CliError::usage(e.to_string()))?;
+        verdicts.push(v);
+    }
+    let md = markdown(&baseline, &run, &verdicts, &opts, &notes(&baseline, &run));
+    println!("{md}");
+    append_step_summary(&md);
+    if let Some(path) = &a.junit {
+        crate::eval::store::write_atomic(path, junit(&verdicts, &opts).as_bytes()).map_err(
+            |e| CliError {
+                code: 2,
+                message: format!("cannot write --junit {}: {e}", path.display()),
+            },
+        )?;
+    }
+    Ok(if verdicts.iter().any(|v| v.regressed) {
+        1
+    } else {
+        0
+    })
+}
+
+/// Run `vlm-eval baseline save`.
+pub fn cmd_baseline(c: BaselineCommand) -> Result<i32, CliError> {
+    let BaselineCommand::Save(a) = c;
+    let run = open_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
+    let b = baseline_from_run(&run);
+    let unfinished = crate::report::baseline::unfinished_seeds(&run);
+    if !a.allow_partial && !unfinished.is_empty() {
+        return Err(partial_error(
+            &run.dir,
+            &unfinished,
+            run.episodes.len() + unfinished.len(),
+        ));
+    }
+    save_baseline(&a.file, &b).map_err(|e| CliError {
+        code: 2,
+        message: e.to_string(),
+    })?;
+    println!(
+        "baseline of {} episodes (model {}, run {}; progression {:.2} ± {:.2}) saved to {}",
+        b.episodes.len(),
+        b.model,
+        b.run,
+        b.summary.progression_mean,
+        b.summary.progression_se,
+        a.file.display()
+    );
+    Ok(0)
+}

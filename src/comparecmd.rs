@@ -1,0 +1,190 @@
+//! The `compare` command: flags, loading the runs, printing the tables and writing CSV files.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use crate::cli::CliError;
+use crate::report::compare::{
+    achievement_table, group_runs, main_tables, paired, paired_csv, paired_table, parse_columns,
+    GroupBy, Table, NOISE_NOTE,
+};
+use crate::report::run::open_run;
+use crate::report::stats::DEFAULT_RESAMPLES;
+
+/// Row grouping on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum By {
+    /// One row per run folder.
+    Run,
+    /// One row per model (episodes of its runs pooled).
+    Model,
+}
+
+/// `vlm-eval compare` flags.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Metrics are computed from the episodes (episode.json), so partial runs \
+work; unfinished episodes are counted and reported. With --csv FILE the main table goes to \
+FILE, the --achievements matrix to FILE's stem + `.achievements.csv` and the --paired table to \
+stem + `.paired.csv` (e.g. cmp.csv, cmp.achievements.csv, cmp.paired.csv)."
+)]
+pub struct CompareArgs {
+    /// Run folders (results/<run>); with --paired the first is the reference.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Also write the tables as CSV (see below for the file names).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// One row per run, or per model with its runs' episodes pooled.
+    #[arg(long, value_enum, default_value_t = By::Run)]
+    pub by: By,
+    /// Columns to show, comma-separated: episodes, progression, crafter_score, return, score,
+    /// steps, death_rate, invalid_rate, tokens, cost, latency_p50 (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Option<Vec<String>>,
+    /// Add the per-achievement unlock-rate matrix (rows: achievements, columns: runs).
+    #[arg(long)]
+    pub achievements: bool,
+    /// Add paired progression deltas of each run against the first on shared seeds, with a
+    /// bootstrap CI and a sign-flip permutation p-value.
+    #[arg(long)]
+    pub paired: bool,
+    /// Confidence level of the paired intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Bootstrap and Monte Carlo resamples.
+    #[arg(long, default_value_t = DEFAULT_RESAMPLES)]
+    pub resamples: usize,
+    /// Seed of the resampling RNG (same inputs and seed → same numbers).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u32,
+}
+
+/// Render a table for the terminal.
+pub fn render(t: &Table) -> String {
+    let mut b = tabled::builder::Builder::default();
+    b.push_record(t.header.clone());
+    for r in &t.rows {
+        b.push_record(r.clone());
+    }
+    let mut table = b.build();
+    table.with(tabled::settings::Style::rounded());
+    table.to_string()
+}
+
+/// Write a table as CSV (atomically).
+pub fn write_table_csv(path: &Path, t: &Table) -> Result<(), CliError> {
+    let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
+    crate::report::summary::write_csv(path, &header, &t.rows).map_err(|e| CliError {
+        code: 1,
+        message: e.to_string(),
+    })
+}
+
+/// `FILE` → `FILE-stem.<suffix>.csv` beside it.
+pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "compare".into());
+    path.with_file_name(format!("{stem}.{suffix}.csv"))
+}
+
+/// Validate a confidence level given on the command line.
+pub fn check_confidence(c: f64) -> Result<(), CliError> {
+    if !(0.5..1.0).contains(&c) {
+        return Err(CliError::usage(format!(
+            "--confidence {c} is out of range: give a level in [0.5, 1), e.g. 0.95"
+        )));
+    }
+    Ok(())
+}
+
+/// Run `vlm-eval compare`.
+pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
+    let columns = parse_columns(a.metrics.as_deref()).map_err(CliError::usage)?;
+    check_confidence(a.confidence)?;
+    if a.resamples == 0 {
+        return Err(CliError::usage("--resamples must be at least 1"));
+    }
+    let runs = a
+        .runs
+        .iter()
+        .map(|p| open_run(p).map_err(|e| CliError::usage(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let by = match a.by {
+        By::Run => GroupBy::Run,
+        By::Model => GroupBy::Model,
+    };
+    let groups = group_runs(&runs, by);
+    let (shown, csv) = main_tables(&groups, by, &columns);
+    println!("{}", render(&shown));
+    for g in &groups {
+        if !g.unfinished.is_empty() {
+            let seeds: Vec<String> = g.unfinished.iter().map(i64::to_string).collect();
+            println!(
+                "note: {}: {} of {} episodes unfinished (seeds {}); metrics are over the {} complete ones (rerun the same command to finish)",
+                g.label,
+                g.unfinished.len(),
+                g.planned(),
+                seeds.join(", "),
+                g.episodes.len()
+            );
+        }
+        if g.summary.errors > 0 {
+            println!(
+                "note: {}: {} episodes ended in an error and are left out of the metrics",
+                g.label, g.summary.errors
+            );
+        }
+    }
+    if groups.iter().any(|g| g.summary.completed <= 20) && !a.paired {
+        println!("note: {NOISE_NOTE}");
+    }
+    if let Some(path) = &a.csv {
+        write_table_csv(path, &csv)?;
+    }
+    if a.achievements {
+        let t = achievement_table(&groups);
+        println!("\nachievement unlock rates (% of episodes)\n{}", render(&t));
+        if let Some(path) = &a.csv {
+            write_table_csv(&sibling(path, "achievements"), &t)?;
+        }
+    }
+    if a.paired {
+        if groups.len() < 2 {
+            return Err(CliError::usage(
+                "--paired needs at least two runs (or two models with --by model)",
+            ));
+        }
+        let rows = paired(&groups, a.confidence, a.resamples, a.seed);
+        let t = paired_table(&rows, a.confidence);
+        println!(
+            "\npaired progression deltas vs {} on shared seeds (bootstrap {:.0}% CI, {} resamples, seed {}; two-sided sign-flip p, exact up to 20 seeds)\n{}",
+            groups[0].label,
+            100.0 * a.confidence,
+            a.resamples,
+            a.seed,
+            render(&t)
+        );
+        for (label, p) in &rows {
+            match p {
+                None => println!(
+                    "note: {label} shares no seed with {}: no paired comparison (run both on the same --seeds)",
+                    groups[0].label
+                ),
+                Some(p) if p.only_this + p.only_reference > 0 => println!(
+                    "note: seed sets differ: {label} and {} share {} seeds ({} only in {label}, {} only in {}); deltas use the shared ones",
+                    p.reference, p.shared, p.only_this, p.only_reference, p.reference
+                ),
+                Some(_) => {}
+            }
+        }
+        println!("note: {NOISE_NOTE}");
+        if let Some(path) = &a.csv {
+            write_table_csv(&sibling(path, "paired"), &paired_csv(&rows, a.confidence))?;
+        }
+    }
+    Ok(0)
+}

@@ -56,6 +56,9 @@ pub enum Command {
     /// Crafter's texture files.
     #[command(subcommand)]
     Assets(AssetsCommand),
+    /// Write one self-contained HTML page for a run: summary cards, charts, per-episode GIF
+    /// and turn table (`vlm-eval report results/<run>`).
+    Report(crate::report::html_cmd::ReportArgs),
 }
 
 /// `vlm-eval env …`
@@ -255,7 +258,7 @@ pub fn parse_action(s: &str) -> Result<Action, CliError> {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 5] = ["run", "env", "bench", "assets", "help"];
+pub const SUBCOMMANDS: [&str; 6] = ["run", "env", "bench", "assets", "report", "help"];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
 pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
@@ -274,6 +277,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),
+        Command::Report(a) => crate::report::html_cmd::cmd_report(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => {
             let dir = textures::fetch_official(dest.as_deref()).map_err(|e| CliError {
                 code: 1,

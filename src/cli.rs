@@ -69,6 +69,9 @@ pub enum Command {
     /// Baseline files for `check`.
     #[command(subcommand)]
     Baseline(crate::checkcmd::BaselineCommand),
+    /// Write one self-contained HTML page for a run: summary cards, charts, per-episode GIF
+    /// and turn table (`vlm-eval report results/<run>`).
+    Report(crate::report::html_cmd::ReportArgs),
 }
 
 /// `vlm-eval env …`
@@ -268,7 +271,7 @@ pub fn parse_action(s: &str) -> Result<Action, CliError> {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 11] = [
+pub const SUBCOMMANDS: [&str; 12] = [
     "run",
     "env",
     "bench",
@@ -280,6 +283,7 @@ pub const SUBCOMMANDS: [&str; 11] = [
     "compare",
     "check",
     "baseline",
+    "report",
 ];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
@@ -305,6 +309,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),
+        Command::Report(a) => crate::report::html_cmd::cmd_report(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => {
             let dir = textures::fetch_official(dest.as_deref()).map_err(|e| CliError {
                 code: 1,

@@ -1,11 +1,15 @@
 //! Everything that reads the results store: statistics, summaries, comparisons, the
-//! regression gate and the SFT export.
+//! regression gate, the HTML report and the SFT export.
 
 pub mod baseline;
 pub mod check;
 pub mod compare;
+pub mod html;
+pub mod html_cmd;
+mod html_episode;
 pub mod run;
 pub mod sft;
 pub mod sft_cmd;
 pub mod stats;
 pub mod summary;
+pub mod svg;

@@ -18,7 +18,8 @@ use super::sampling::SamplingParams;
 use super::tokenizer::python_json;
 use super::LocalError;
 use crate::model::{
-    BoxFuture, ChatModel, ChatReply, ChatRequest, Message, ModelError, Part, Role, ToolChoice, Usage,
+    BoxFuture, ChatModel, ChatReply, ChatRequest, Message, ModelError, Part, Role, ToolChoice,
+    Usage,
 };
 
 /// Where the model runs.
@@ -103,7 +104,10 @@ impl ChatModel for LocalModel {
         &self.name
     }
 
-    fn chat<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatReply, ModelError>> {
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatReply, ModelError>> {
         Box::pin(async move {
             let (tx, rx) = oneshot::channel();
             let job = Job {
@@ -142,7 +146,9 @@ fn worker<B: Backend>(engine: Engine<B>, rx: mpsc::Receiver<Job>, max_batch: usi
         // Admit new requests up to the batch limit and prefill them together.
         let first_new = active.len();
         while active.len() < max_batch {
-            let Some(job) = waiting.pop_front() else { break };
+            let Some(job) = waiting.pop_front() else {
+                break;
+            };
             match build(&engine, &job.request).and_then(|(p, g)| engine.start(p, g)) {
                 Ok(seq) => active.push(Active { seq, job }),
                 Err(e) => {
@@ -151,17 +157,22 @@ fn worker<B: Backend>(engine: Engine<B>, rx: mpsc::Receiver<Job>, max_batch: usi
             }
         }
         let result = {
-            let mut refs: Vec<&mut Sequence<B>> = active[first_new..].iter_mut().map(|a| &mut a.seq).collect();
+            let mut refs: Vec<&mut Sequence<B>> =
+                active[first_new..].iter_mut().map(|a| &mut a.seq).collect();
             engine.prefill(&mut refs)
         }
         .and_then(|_| {
-            let mut refs: Vec<&mut Sequence<B>> = active[..first_new].iter_mut().map(|a| &mut a.seq).collect();
+            let mut refs: Vec<&mut Sequence<B>> =
+                active[..first_new].iter_mut().map(|a| &mut a.seq).collect();
             engine.step(&mut refs)
         });
         if let Err(e) = result {
             tracing::error!("local model: {e}");
             for a in active.drain(..) {
-                let _ = a.job.reply.send(Err(ModelError::BadResponse(e.to_string())));
+                let _ = a
+                    .job
+                    .reply
+                    .send(Err(ModelError::BadResponse(e.to_string())));
             }
             continue;
         }
@@ -170,7 +181,10 @@ fn worker<B: Backend>(engine: Engine<B>, rx: mpsc::Receiver<Job>, max_batch: usi
             if active[i].seq.is_done() {
                 let a = active.swap_remove(i);
                 let g = engine.finish(a.seq);
-                let _ = a.job.reply.send(Ok(reply(engine.be.name(), &g, a.job.accepted)));
+                let _ = a
+                    .job
+                    .reply
+                    .send(Ok(reply(engine.be.name(), &g, a.job.accepted)));
             } else {
                 i += 1;
             }
@@ -228,7 +242,10 @@ fn role_name(r: Role) -> &'static str {
 }
 
 /// HF chat messages, the tools list (when the template renders tools) and the PNG images.
-pub fn hf_messages(req: &ChatRequest, template_has_tools: bool) -> (Value, Option<Value>, Vec<&[u8]>) {
+pub fn hf_messages(
+    req: &ChatRequest,
+    template_has_tools: bool,
+) -> (Value, Option<Value>, Vec<&[u8]>) {
     let offer_tools = !req.tools.is_empty() && req.tool_choice != Some(ToolChoice::None);
     let tools: Vec<Value> = req
         .tools
@@ -285,7 +302,10 @@ pub fn hf_messages(req: &ChatRequest, template_has_tools: bool) -> (Value, Optio
 }
 
 /// Turn a chat request into a prompt and generation settings.
-fn build<B: Backend>(engine: &Engine<B>, req: &ChatRequest) -> Result<(super::engine::Prompt, GenParams), LocalError> {
+fn build<B: Backend>(
+    engine: &Engine<B>,
+    req: &ChatRequest,
+) -> Result<(super::engine::Prompt, GenParams), LocalError> {
     let (messages, tools, pngs) = hf_messages(req, engine.tok.template_has_tools);
     let images = pngs
         .into_iter()
@@ -304,7 +324,9 @@ fn build<B: Backend>(engine: &Engine<B>, req: &ChatRequest) -> Result<(super::en
         seed = (seed ^ id as u64).wrapping_mul(0x100_0000_01b3);
     }
     let params = GenParams {
-        max_new_tokens: req.max_tokens.map_or(DEFAULT_MAX_NEW_TOKENS, |m| m.max(1) as usize),
+        max_new_tokens: req
+            .max_tokens
+            .map_or(DEFAULT_MAX_NEW_TOKENS, |m| m.max(1) as usize),
         sampling: SamplingParams {
             temperature,
             top_p: gen.top_p.unwrap_or(1.0),

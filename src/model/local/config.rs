@@ -162,7 +162,9 @@ impl Fields<'_> {
         }
     }
     fn usize(&self, paths: &[&str]) -> Result<usize, LocalError> {
-        let v = self.find(paths).ok_or_else(|| self.err(paths[0], "is missing"))?;
+        let v = self
+            .find(paths)
+            .ok_or_else(|| self.err(paths[0], "is missing"))?;
         v.as_u64()
             .map(|x| x as usize)
             .ok_or_else(|| self.err(paths[0], format!("must be a non-negative integer, got {v}")))
@@ -182,7 +184,8 @@ impl Fields<'_> {
         }
     }
     fn f64(&self, paths: &[&str]) -> Result<f64, LocalError> {
-        self.find(paths).ok_or_else(|| self.err(paths[0], "is missing"))?;
+        self.find(paths)
+            .ok_or_else(|| self.err(paths[0], "is missing"))?;
         self.f64_or(paths, 0.0)
     }
     fn bool_or(&self, paths: &[&str], default: bool) -> Result<bool, LocalError> {
@@ -204,9 +207,12 @@ impl Fields<'_> {
         };
         list.into_iter()
             .map(|x| {
-                x.as_u64()
-                    .map(|i| i as u32)
-                    .ok_or_else(|| self.err(paths[0], format!("must be a token id or a list of ids, got {v}")))
+                x.as_u64().map(|i| i as u32).ok_or_else(|| {
+                    self.err(
+                        paths[0],
+                        format!("must be a token id or a list of ids, got {v}"),
+                    )
+                })
             })
             .collect()
     }
@@ -260,9 +266,22 @@ impl ModelConfig {
                 "rope_parameters.mrope_section",
                 "rope_scaling.mrope_section",
             ])
-            .ok_or_else(|| f.err("rope_scaling.mrope_section", "is missing (Qwen2-VL needs M-RoPE sections)"))?;
-        let bad_section = || f.err("rope_scaling.mrope_section", format!("must be 3 integers, got {section}"));
-        let arr = section.as_array().filter(|a| a.len() == 3).ok_or_else(bad_section)?;
+            .ok_or_else(|| {
+                f.err(
+                    "rope_scaling.mrope_section",
+                    "is missing (Qwen2-VL needs M-RoPE sections)",
+                )
+            })?;
+        let bad_section = || {
+            f.err(
+                "rope_scaling.mrope_section",
+                format!("must be 3 integers, got {section}"),
+            )
+        };
+        let arr = section
+            .as_array()
+            .filter(|a| a.len() == 3)
+            .ok_or_else(bad_section)?;
         let mut mrope_section = [0usize; 3];
         for (o, x) in mrope_section.iter_mut().zip(arr) {
             *o = x.as_u64().ok_or_else(bad_section)? as usize;
@@ -292,15 +311,24 @@ impl ModelConfig {
             )?,
         };
         if num_heads == 0 || hidden_size % num_heads != 0 {
-            return Err(f.err("num_attention_heads", format!("{num_heads} does not divide hidden_size {hidden_size}")));
+            return Err(f.err(
+                "num_attention_heads",
+                format!("{num_heads} does not divide hidden_size {hidden_size}"),
+            ));
         }
         if num_kv_heads == 0 || num_heads % num_kv_heads != 0 {
-            return Err(f.err("num_key_value_heads", format!("{num_kv_heads} does not divide num_attention_heads {num_heads}")));
+            return Err(f.err(
+                "num_key_value_heads",
+                format!("{num_kv_heads} does not divide num_attention_heads {num_heads}"),
+            ));
         }
         if mrope_section.iter().sum::<usize>() * 2 != text.head_dim() {
             return Err(f.err(
                 "rope_scaling.mrope_section",
-                format!("{mrope_section:?} must sum to head_dim/2 = {}", text.head_dim() / 2),
+                format!(
+                    "{mrope_section:?} must sum to head_dim/2 = {}",
+                    text.head_dim() / 2
+                ),
             ));
         }
         let vision = VisionConfig {
@@ -315,21 +343,33 @@ impl ModelConfig {
             temporal_patch_size: f.usize_or(&["vision_config.temporal_patch_size"], 2)?,
             rope_theta: f.f64_or(&["vision_config.rope_parameters.rope_theta"], 10_000.0)?,
         };
-        if vision.num_heads == 0 || vision.embed_dim % vision.num_heads != 0 {
-            return Err(f.err("vision_config.num_heads", "must divide vision_config.embed_dim"));
+        if vision.num_heads == 0 || !vision.embed_dim.is_multiple_of(vision.num_heads) {
+            return Err(f.err(
+                "vision_config.num_heads",
+                "must divide vision_config.embed_dim",
+            ));
         }
-        if (vision.embed_dim / vision.num_heads) % 4 != 0 {
-            return Err(f.err("vision_config.num_heads", "vision head width must be a multiple of 4"));
+        if !(vision.embed_dim / vision.num_heads).is_multiple_of(4) {
+            return Err(f.err(
+                "vision_config.num_heads",
+                "vision head width must be a multiple of 4",
+            ));
         }
         if vision.hidden_size != hidden_size {
             return Err(f.err(
                 "vision_config.hidden_size",
-                format!("{} must equal the text hidden_size {hidden_size}", vision.hidden_size),
+                format!(
+                    "{} must equal the text hidden_size {hidden_size}",
+                    vision.hidden_size
+                ),
             ));
         }
         if let Some(act) = f.find(&["vision_config.hidden_act"]) {
             if act.as_str() != Some("quick_gelu") {
-                return Err(f.err("vision_config.hidden_act", format!("{act} is not supported (only quick_gelu)")));
+                return Err(f.err(
+                    "vision_config.hidden_act",
+                    format!("{act} is not supported (only quick_gelu)"),
+                ));
             }
         }
         let image_token_id = f.usize(&["image_token_id", "text_config.image_token_id"])? as u32;
@@ -357,10 +397,11 @@ impl PreprocessorConfig {
             min_pixels: f.usize_or(&["size.shortest_edge", "min_pixels"], 56 * 56)?,
             max_pixels: f.usize_or(&["size.longest_edge", "max_pixels"], 28 * 28 * 1280)?,
             patch_size: f.usize_or(&["patch_size"], model.vision.patch_size)?,
-            temporal_patch_size: f.usize_or(&["temporal_patch_size"], model.vision.temporal_patch_size)?,
+            temporal_patch_size: f
+                .usize_or(&["temporal_patch_size"], model.vision.temporal_patch_size)?,
             merge_size: f.usize_or(&["merge_size"], model.vision.spatial_merge_size)?,
             image_mean: f.floats3(&["image_mean"], [0.481_454_66, 0.457_827_5, 0.408_210_73])?,
-            image_std: f.floats3(&["image_std"], [0.268_629_54, 0.261_302_58, 0.275_777_1])?,
+            image_std: f.floats3(&["image_std"], [0.268_629_54, 0.261_302_6, 0.275_777_1])?,
             rescale_factor: f.f64_or(&["rescale_factor"], 1.0 / 255.0)?,
         };
         if f.usize_or(&["resample"], 3)? != 3 {
@@ -378,11 +419,18 @@ impl PreprocessorConfig {
         let v = &model.vision;
         for (field, got, want) in [
             ("patch_size", cfg.patch_size, v.patch_size),
-            ("temporal_patch_size", cfg.temporal_patch_size, v.temporal_patch_size),
+            (
+                "temporal_patch_size",
+                cfg.temporal_patch_size,
+                v.temporal_patch_size,
+            ),
             ("merge_size", cfg.merge_size, v.spatial_merge_size),
         ] {
             if got != want {
-                return Err(f.err(field, format!("{got} disagrees with config.json vision_config ({want})")));
+                return Err(f.err(
+                    field,
+                    format!("{got} disagrees with config.json vision_config ({want})"),
+                ));
             }
         }
         if cfg.min_pixels > cfg.max_pixels {
@@ -408,9 +456,96 @@ impl GenerationConfig {
         Ok(GenerationConfig {
             eos_token_ids: f.ids(&["eos_token_id"])?,
             do_sample: f.bool_or(&["do_sample"], false)?,
-            temperature: f.find(&["temperature"]).map(|_| f.f64(&["temperature"])).transpose()?.map(|x| x as f32),
-            top_p: f.find(&["top_p"]).map(|_| f.f64(&["top_p"])).transpose()?.map(|x| x as f32),
+            temperature: f
+                .find(&["temperature"])
+                .map(|_| f.f64(&["temperature"]))
+                .transpose()?
+                .map(|x| x as f32),
+            top_p: f
+                .find(&["top_p"])
+                .map(|_| f.f64(&["top_p"]))
+                .transpose()?
+                .map(|x| x as f32),
             top_k: (top_k > 0).then_some(top_k),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The published Qwen2-VL-2B-Instruct config.json (transformers-4 flat layout), abridged.
+    fn flat_2b() -> Value {
+        json!({
+            "architectures": ["Qwen2VLForConditionalGeneration"], "hidden_size": 1536, "intermediate_size": 8960,
+            "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2, "rms_norm_eps": 1e-6,
+            "rope_theta": 1000000.0, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+            "vocab_size": 151936, "tie_word_embeddings": true, "image_token_id": 151655,
+            "video_token_id": 151656, "vision_start_token_id": 151652, "eos_token_id": 151645,
+            "vision_config": {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16, "in_chans": 3,
+                              "hidden_size": 1536, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}
+        })
+    }
+
+    #[test]
+    fn flat_layout_parses() {
+        let c = ModelConfig::from_value(&flat_2b(), Path::new("config.json")).unwrap();
+        assert_eq!(c.text.hidden_size, 1536);
+        assert_eq!(c.text.head_dim(), 128);
+        assert_eq!(c.text.mrope_section, [16, 24, 24]);
+        assert_eq!(c.text.rope_theta, 1e6);
+        assert!(c.text.tie_word_embeddings);
+        assert_eq!(c.vision.in_channels, 3);
+        assert_eq!(c.vision.mlp_dim(), 5120);
+        assert_eq!(c.vision.patch_dim(), 1176);
+        assert_eq!(c.image_token_id, 151655);
+        assert_eq!(c.eos_token_ids, vec![151645]);
+    }
+
+    #[test]
+    fn nested_fixture_layout_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen2vl");
+        let c = ModelConfig::load(&dir).unwrap();
+        assert_eq!(
+            (c.text.hidden_size, c.text.num_heads, c.text.num_kv_heads),
+            (64, 4, 2)
+        );
+        assert_eq!(c.text.mrope_section, [2, 3, 3]);
+        assert_eq!((c.vision.embed_dim, c.vision.depth), (32, 2));
+        let g = GenerationConfig::load(&dir).unwrap();
+        assert_eq!(g.eos_token_ids, vec![2, 0]);
+        let p = PreprocessorConfig::load(&dir, &c).unwrap();
+        assert_eq!((p.min_pixels, p.max_pixels), (3136, 1_003_520));
+    }
+
+    #[test]
+    fn errors_name_file_and_field() {
+        let mut v = flat_2b();
+        v["rope_scaling"]["mrope_section"] = json!([16, 24, 23]);
+        let e = ModelConfig::from_value(&v, Path::new("m/config.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("m/config.json: field `rope_scaling.mrope_section`"),
+            "{e}"
+        );
+        let mut v = flat_2b();
+        v.as_object_mut().unwrap().remove("hidden_size");
+        let e = ModelConfig::from_value(&v, Path::new("config.json"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "config.json: field `text_config.hidden_size` is missing");
+        let mut v = flat_2b();
+        v["vision_config"]["hidden_size"] = json!(2048);
+        let e = ModelConfig::from_value(&v, Path::new("config.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("vision_config.hidden_size"), "{e}");
+        let e = ModelConfig::load(Path::new("/nonexistent-dir"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("/nonexistent-dir/config.json:"), "{e}");
     }
 }

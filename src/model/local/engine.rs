@@ -17,6 +17,9 @@ use super::tokenizer::ChatTokenizer;
 use super::weights::Weights;
 use super::LocalError;
 
+/// Prompt rows ready for the decoder: inputs, M-RoPE positions per prompt, next position per prompt.
+type PromptRows<Buf> = (Buf, Vec<[Vec<i64>; 3]>, Vec<i64>);
+
 /// A loaded model on a backend.
 pub struct Engine<B: Backend> {
     /// The backend.
@@ -154,7 +157,12 @@ impl<B: Backend> Engine<B> {
     }
 
     /// Render HF-style messages (and tools) and tokenize with image placeholders expanded.
-    pub fn prompt(&self, messages: &Value, tools: Option<&Value>, images: Vec<ImageInput>) -> Result<Prompt, LocalError> {
+    pub fn prompt(
+        &self,
+        messages: &Value,
+        tools: Option<&Value>,
+        images: Vec<ImageInput>,
+    ) -> Result<Prompt, LocalError> {
         let text = self.tok.render(messages, tools)?;
         let m = self.cfg.vision.spatial_merge_size;
         let counts: Vec<usize> = images.iter().map(|i| i.merged_tokens(m)).collect();
@@ -170,7 +178,9 @@ impl<B: Backend> Engine<B> {
 
     /// Accept a prompt: allocate its cache (prompt + max new tokens).
     pub fn start(&self, prompt: Prompt, params: GenParams) -> Result<Sequence<B>, LocalError> {
-        let cache = self.text.new_cache(&self.be, prompt.ids.len() + params.max_new_tokens + 1)?;
+        let cache = self
+            .text
+            .new_cache(&self.be, prompt.ids.len() + params.max_new_tokens + 1)?;
         Ok(Sequence {
             sampler: Sampler::new(params.sampling),
             prompt,
@@ -189,7 +199,7 @@ impl<B: Backend> Engine<B> {
     }
 
     /// Input rows for prompts: embeddings with image rows replaced by vision outputs.
-    fn prompt_rows(&self, prompts: &[&Prompt]) -> Result<(B::Buf, Vec<[Vec<i64>; 3]>, Vec<i64>), LocalError> {
+    fn prompt_rows(&self, prompts: &[&Prompt]) -> Result<PromptRows<B::Buf>, LocalError> {
         let d = self.cfg.text.hidden_size;
         let all_ids: Vec<u32> = prompts.iter().flat_map(|p| p.ids.iter().copied()).collect();
         let mut x = self.text.embed(&self.be, &all_ids)?;
@@ -198,7 +208,12 @@ impl<B: Backend> Engine<B> {
         let mut next = Vec::new();
         for p in prompts {
             let grids: Vec<[usize; 3]> = p.images.iter().map(|i| i.grid).collect();
-            let (pos, delta) = mrope_positions(&p.ids, &grids, self.cfg.image_token_id, self.cfg.vision.spatial_merge_size)?;
+            let (pos, delta) = mrope_positions(
+                &p.ids,
+                &grids,
+                self.cfg.image_token_id,
+                self.cfg.vision.spatial_merge_size,
+            )?;
             positions.push(pos);
             next.push(p.ids.len() as i64 + delta);
         }
@@ -244,7 +259,11 @@ impl<B: Backend> Engine<B> {
 
     /// Prefill every not-yet-prefilled sequence in one batched pass and sample its first token.
     pub fn prefill(&self, seqs: &mut [&mut Sequence<B>]) -> Result<(), LocalError> {
-        let mut todo: Vec<&mut Sequence<B>> = seqs.iter_mut().filter(|s| !s.prefilled).map(|s| &mut **s).collect();
+        let mut todo: Vec<&mut Sequence<B>> = seqs
+            .iter_mut()
+            .filter(|s| !s.prefilled)
+            .map(|s| &mut **s)
+            .collect();
         if todo.is_empty() {
             return Ok(());
         }
@@ -266,7 +285,9 @@ impl<B: Backend> Engine<B> {
         for (i, s) in todo.iter_mut().enumerate() {
             s.prefilled = true;
             s.next_pos = next[i];
-            let t = s.sampler.sample(&logits[i * v..(i + 1) * v], self.tok.vocab_len);
+            let t = s
+                .sampler
+                .sample(&logits[i * v..(i + 1) * v], self.tok.vocab_len);
             s.ttft = Some(s.started.elapsed());
             s.push(t);
         }
@@ -284,7 +305,10 @@ impl<B: Backend> Engine<B> {
             return Ok(());
         }
         let t0 = Instant::now();
-        let ids: Vec<u32> = active.iter().map(|s| *s.generated.last().unwrap_or(&0)).collect();
+        let ids: Vec<u32> = active
+            .iter()
+            .map(|s| *s.generated.last().unwrap_or(&0))
+            .collect();
         let x = self.text.embed(&self.be, &ids)?;
         let logits = {
             let mut chunks: Vec<SeqChunk<'_, B>> = active
@@ -305,7 +329,9 @@ impl<B: Backend> Engine<B> {
             s.decode_time += dt;
             s.decode_steps += 1;
             s.max_batch = s.max_batch.max(n);
-            let t = s.sampler.sample(&logits[i * v..(i + 1) * v], self.tok.vocab_len);
+            let t = s
+                .sampler
+                .sample(&logits[i * v..(i + 1) * v], self.tok.vocab_len);
             s.push(t);
         }
         Ok(())
@@ -320,15 +346,26 @@ impl<B: Backend> Engine<B> {
             prompt_tokens: s.prompt.ids.len(),
             finish_reason: s.finish.unwrap_or("length"),
             ttft_ms: s.ttft.map_or(0.0, |d| d.as_secs_f64() * 1e3),
-            decode_tokens_per_s: if secs > 0.0 { s.decode_steps as f64 / secs } else { 0.0 },
-            decode_gb_per_s: if secs > 0.0 { bytes * s.decode_steps as f64 / secs / 1e9 } else { 0.0 },
+            decode_tokens_per_s: if secs > 0.0 {
+                s.decode_steps as f64 / secs
+            } else {
+                0.0
+            },
+            decode_gb_per_s: if secs > 0.0 {
+                bytes * s.decode_steps as f64 / secs / 1e9
+            } else {
+                0.0
+            },
             max_batch: s.max_batch,
             tokens: s.generated,
         }
     }
 
     /// Generate for several prompts together (batched prefill and decode) until all finish.
-    pub fn generate_batch(&self, work: Vec<(Prompt, GenParams)>) -> Result<Vec<Generation>, LocalError> {
+    pub fn generate_batch(
+        &self,
+        work: Vec<(Prompt, GenParams)>,
+    ) -> Result<Vec<Generation>, LocalError> {
         let mut seqs = work
             .into_iter()
             .map(|(p, g)| self.start(p, g))
@@ -346,6 +383,7 @@ impl<B: Backend> Engine<B> {
     /// Generate for one prompt.
     pub fn generate(&self, prompt: Prompt, params: GenParams) -> Result<Generation, LocalError> {
         let mut out = self.generate_batch(vec![(prompt, params)])?;
-        out.pop().ok_or_else(|| LocalError::Internal("no generation".into()))
+        out.pop()
+            .ok_or_else(|| LocalError::Internal("no generation".into()))
     }
 }

@@ -24,10 +24,18 @@ pub enum LocalError {
     File { file: PathBuf, msg: String },
     /// A field is missing or inconsistent.
     #[error("{}: field `{field}` {msg}", file.display())]
-    Field { file: PathBuf, field: String, msg: String },
+    Field {
+        file: PathBuf,
+        field: String,
+        msg: String,
+    },
     /// A tensor is missing or malformed.
     #[error("{}: tensor `{name}` {msg}", file.display())]
-    Tensor { file: PathBuf, name: String, msg: String },
+    Tensor {
+        file: PathBuf,
+        name: String,
+        msg: String,
+    },
     /// The chat template or tokenizer failed on a request.
     #[error("chat template: {0}")]
     Template(String),

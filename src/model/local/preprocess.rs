@@ -52,14 +52,20 @@ pub fn smart_resize(
 
 /// Decode PNG (or any format the `image` crate was built with) into RGB u8.
 pub fn decode_rgb(bytes: &[u8]) -> Result<(Vec<u8>, usize, usize), LocalError> {
-    let img = image::load_from_memory(bytes).map_err(|e| LocalError::Image(format!("cannot decode image: {e}")))?;
+    let img = image::load_from_memory(bytes)
+        .map_err(|e| LocalError::Image(format!("cannot decode image: {e}")))?;
     let rgb = img.to_rgb8();
     let (w, h) = (rgb.width() as usize, rgb.height() as usize);
     Ok((rgb.into_raw(), w, h))
 }
 
 /// Preprocess an RGB u8 image `(w, h)` into patches and grid.
-pub fn preprocess_rgb(rgb: &[u8], w: usize, h: usize, cfg: &PreprocessorConfig) -> Result<ImageInput, LocalError> {
+pub fn preprocess_rgb(
+    rgb: &[u8],
+    w: usize,
+    h: usize,
+    cfg: &PreprocessorConfig,
+) -> Result<ImageInput, LocalError> {
     let (p, m, tp) = (cfg.patch_size, cfg.merge_size, cfg.temporal_patch_size);
     let (nh, nw) = smart_resize(h, w, p * m, cfg.min_pixels, cfg.max_pixels)?;
     let px = resize_bicubic_rgb(rgb, w, h, nw, nh);
@@ -156,9 +162,15 @@ pub fn mrope_positions(
         i += n;
     }
     if g.next().is_some() {
-        return Err(LocalError::Image("fewer image-token runs than images".into()));
+        return Err(LocalError::Image(
+            "fewer image-token runs than images".into(),
+        ));
     }
-    let max = pos.iter().flat_map(|a| a.iter().copied()).max().unwrap_or(-1);
+    let max = pos
+        .iter()
+        .flat_map(|a| a.iter().copied())
+        .max()
+        .unwrap_or(-1);
     let delta = max + 1 - ids.len() as i64;
     Ok((pos, delta))
 }
@@ -192,11 +204,17 @@ mod tests {
         // 64/28 = 2.29 -> 2: frames of 64 px become 56 px.
         assert_eq!(smart_resize(64, 64, 28, 3136, 1_003_520).unwrap(), (56, 56));
         // 98/28 = 3.5 -> 4 (even).
-        assert_eq!(smart_resize(98, 56, 28, 3136, 1_003_520).unwrap(), (112, 56));
+        assert_eq!(
+            smart_resize(98, 56, 28, 3136, 1_003_520).unwrap(),
+            (112, 56)
+        );
         // Too small: scaled up to reach min_pixels: beta = sqrt(3136/(20*20)) = 2.8, ceil(56/28)=2.
         assert_eq!(smart_resize(20, 20, 28, 3136, 1_003_520).unwrap(), (56, 56));
         // Too large: 1000x1000 with max 200_000: beta = sqrt(5), floor(447.2/28) = 15 -> 420.
-        assert_eq!(smart_resize(1000, 1000, 28, 3136, 200_000).unwrap(), (420, 420));
+        assert_eq!(
+            smart_resize(1000, 1000, 28, 3136, 200_000).unwrap(),
+            (420, 420)
+        );
         assert!(smart_resize(10, 2100, 28, 3136, 1_003_520).is_err());
     }
 
@@ -215,6 +233,18 @@ mod tests {
     #[test]
     fn vision_positions_in_block_order() {
         let p = vision_positions([1, 2, 4], 2);
-        assert_eq!(p, vec![(0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (0, 3), (1, 2), (1, 3)]);
+        assert_eq!(
+            p,
+            vec![
+                (0, 0),
+                (0, 1),
+                (1, 0),
+                (1, 1),
+                (0, 2),
+                (0, 3),
+                (1, 2),
+                (1, 3)
+            ]
+        );
     }
 }

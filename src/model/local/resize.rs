@@ -47,7 +47,11 @@ fn precompute(in_size: usize, out_size: usize) -> Coeffs {
         for (x, kx) in k.iter().enumerate().take(xmax) {
             let w = if ww != 0.0 { kx / ww } else { *kx };
             let f = w * (1u32 << PRECISION_BITS) as f64;
-            taps[xx * ksize + x] = if f < 0.0 { (f - 0.5) as i32 } else { (f + 0.5) as i32 };
+            taps[xx * ksize + x] = if f < 0.0 {
+                (f - 0.5) as i32
+            } else {
+                (f + 0.5) as i32
+            };
         }
         bounds.push((xmin, xmax));
     }

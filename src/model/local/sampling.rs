@@ -138,12 +138,28 @@ mod tests {
     #[test]
     fn top_k_one_is_greedy_and_seeds_repeat() {
         let logits = [0.5, 2.0, 1.0, 1.9];
-        let p = SamplingParams { temperature: 1.0, top_p: 1.0, top_k: 1, seed: 3 };
+        let p = SamplingParams {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 1,
+            seed: 3,
+        };
         let mut s = Sampler::new(p);
         assert!((0..20).all(|_| s.sample(&logits, 4) == 1));
-        let p = SamplingParams { temperature: 1.0, top_p: 1.0, top_k: 0, seed: 42 };
-        let a: Vec<u32> = { let mut s = Sampler::new(p); (0..50).map(|_| s.sample(&logits, 4)).collect() };
-        let b: Vec<u32> = { let mut s = Sampler::new(p); (0..50).map(|_| s.sample(&logits, 4)).collect() };
+        let p = SamplingParams {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            seed: 42,
+        };
+        let a: Vec<u32> = {
+            let mut s = Sampler::new(p);
+            (0..50).map(|_| s.sample(&logits, 4)).collect()
+        };
+        let b: Vec<u32> = {
+            let mut s = Sampler::new(p);
+            (0..50).map(|_| s.sample(&logits, 4)).collect()
+        };
         assert_eq!(a, b);
         assert!(a.iter().collect::<std::collections::HashSet<_>>().len() > 1);
     }
@@ -151,9 +167,15 @@ mod tests {
     #[test]
     fn top_p_keeps_the_nucleus() {
         // Probabilities ∝ e^[3,2,0]: 0.705, 0.259, 0.035 -> top_p 0.9 keeps ids 0 and 1 only.
-        let p = SamplingParams { temperature: 1.0, top_p: 0.9, top_k: 0, seed: 7 };
+        let p = SamplingParams {
+            temperature: 1.0,
+            top_p: 0.9,
+            top_k: 0,
+            seed: 7,
+        };
         let mut s = Sampler::new(p);
-        let seen: std::collections::HashSet<u32> = (0..400).map(|_| s.sample(&[3.0, 2.0, 0.0], 3)).collect();
+        let seen: std::collections::HashSet<u32> =
+            (0..400).map(|_| s.sample(&[3.0, 2.0, 0.0], 3)).collect();
         assert_eq!(seen, [0, 1].into_iter().collect());
     }
 }

@@ -147,20 +147,25 @@ impl ChatTokenizer {
         env.add_filter("tojson", tojson);
         env.add_function("raise_exception", raise_exception);
         let template_has_tools = src.contains("tools");
-        env.add_template_owned("chat", src).map_err(|e| LocalError::File {
-            file: dir.join("chat_template.jinja"),
-            msg: format!("invalid chat template: {e}"),
-        })?;
-        let image_pad_id = tok.token_to_id(IMAGE_PAD).ok_or_else(|| LocalError::Field {
-            file: file.clone(),
-            field: "added_tokens".into(),
-            msg: format!("has no {IMAGE_PAD} token"),
-        })?;
+        env.add_template_owned("chat", src)
+            .map_err(|e| LocalError::File {
+                file: dir.join("chat_template.jinja"),
+                msg: format!("invalid chat template: {e}"),
+            })?;
+        let image_pad_id = tok
+            .token_to_id(IMAGE_PAD)
+            .ok_or_else(|| LocalError::Field {
+                file: file.clone(),
+                field: "added_tokens".into(),
+                msg: format!("has no {IMAGE_PAD} token"),
+            })?;
         if image_pad_id != image_token_id {
             return Err(LocalError::Field {
                 file: dir.join("config.json"),
                 field: "image_token_id".into(),
-                msg: format!("is {image_token_id} but tokenizer.json maps {IMAGE_PAD} to {image_pad_id}"),
+                msg: format!(
+                    "is {image_token_id} but tokenizer.json maps {IMAGE_PAD} to {image_pad_id}"
+                ),
             });
         }
         let default_stop_ids = ["<|im_end|>", "<|endoftext|>"]
@@ -193,7 +198,11 @@ impl ChatTokenizer {
     }
 
     /// Expand the i-th `<|image_pad|>` into `image_tokens[i]` copies, then encode.
-    pub fn encode_prompt(&self, text: &str, image_tokens: &[usize]) -> Result<Vec<u32>, LocalError> {
+    pub fn encode_prompt(
+        &self,
+        text: &str,
+        image_tokens: &[usize],
+    ) -> Result<Vec<u32>, LocalError> {
         let pieces: Vec<&str> = text.split(IMAGE_PAD).collect();
         if pieces.len() != image_tokens.len() + 1 {
             return Err(LocalError::Template(format!(
@@ -234,8 +243,14 @@ mod tests {
     #[test]
     fn python_json_matches_json_dumps() {
         // Expected strings written from Python's json.dumps(v, ensure_ascii=False).
-        let v: Value = serde_json::from_str(r#"{"b": [1, 2.0, "é\n"], "a": {}, "c": null, "d": [], "e": 0.5}"#).unwrap();
-        assert_eq!(python_json(&v, None), r#"{"b": [1, 2.0, "é\n"], "a": {}, "c": null, "d": [], "e": 0.5}"#);
+        let v: Value = serde_json::from_str(
+            r#"{"b": [1, 2.0, "é\n"], "a": {}, "c": null, "d": [], "e": 0.5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            python_json(&v, None),
+            r#"{"b": [1, 2.0, "é\n"], "a": {}, "c": null, "d": [], "e": 0.5}"#
+        );
         assert_eq!(python_json(&v, Some(1)), "{\n \"b\": [\n  1,\n  2.0,\n  \"é\\n\"\n ],\n \"a\": {},\n \"c\": null,\n \"d\": [],\n \"e\": 0.5\n}");
     }
 }

@@ -62,7 +62,8 @@ fn map_file(path: &Path) -> Result<MappedFile, LocalError> {
     let file = File::open(path).map_err(|e| err(e.to_string()))?;
     // SAFETY: the checkpoint is opened read-only; we assume nobody rewrites it while we run.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| err(e.to_string()))?;
-    let (n, meta) = SafeTensors::read_metadata(&map[..]).map_err(|e| err(format!("not a safetensors file: {e}")))?;
+    let (n, meta) = SafeTensors::read_metadata(&map[..])
+        .map_err(|e| err(format!("not a safetensors file: {e}")))?;
     Ok(MappedFile {
         path: path.to_path_buf(),
         map,
@@ -82,15 +83,19 @@ impl Weights {
         if !index.exists() {
             return Err(LocalError::File {
                 file: single,
-                msg: "missing (and no model.safetensors.index.json for a sharded checkpoint)".into(),
+                msg: "missing (and no model.safetensors.index.json for a sharded checkpoint)"
+                    .into(),
             });
         }
         let v = super::config::read_json(&index)?;
-        let map = v.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| LocalError::Field {
-            file: index.clone(),
-            field: "weight_map".into(),
-            msg: "is missing or not an object".into(),
-        })?;
+        let map = v
+            .get("weight_map")
+            .and_then(|m| m.as_object())
+            .ok_or_else(|| LocalError::Field {
+                file: index.clone(),
+                field: "weight_map".into(),
+                msg: "is missing or not an object".into(),
+            })?;
         let mut shards: Vec<String> = Vec::new();
         for (name, f) in map {
             let f = f.as_str().ok_or_else(|| LocalError::Field {
@@ -157,11 +162,14 @@ impl Weights {
                 msg: "listed but has no header entry".into(),
             })?;
             let (a, b) = info.data_offsets;
-            let data = f.map.get(f.data_start + a..f.data_start + b).ok_or_else(|| LocalError::Tensor {
-                file: f.path.clone(),
-                name: n.clone(),
-                msg: "data lies outside the file (truncated download?)".into(),
-            })?;
+            let data = f
+                .map
+                .get(f.data_start + a..f.data_start + b)
+                .ok_or_else(|| LocalError::Tensor {
+                    file: f.path.clone(),
+                    name: n.clone(),
+                    msg: "data lies outside the file (truncated download?)".into(),
+                })?;
             return Ok(RawTensor {
                 dtype: info.dtype,
                 shape: info.shape.clone(),
@@ -169,7 +177,11 @@ impl Weights {
                 file: &f.path,
             });
         }
-        let file = self.files.first().map(|f| f.path.clone()).unwrap_or_default();
+        let file = self
+            .files
+            .first()
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
         Err(LocalError::Tensor {
             file,
             name: name.to_string(),
@@ -188,11 +200,17 @@ impl Weights {
         if t.shape.iter().product::<usize>() != shape.iter().product::<usize>()
             || (t.shape.len() == shape.len() && t.shape != shape)
         {
-            return Err(bad(format!("has shape {:?}, config implies {shape:?}", t.shape)));
+            return Err(bad(format!(
+                "has shape {:?}, config implies {shape:?}",
+                t.shape
+            )));
         }
         let d = t.data;
         Ok(match t.dtype {
-            Dtype::F32 => d.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            Dtype::F32 => d
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
             Dtype::BF16 => d
                 .chunks_exact(2)
                 .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
@@ -201,7 +219,11 @@ impl Weights {
                 .chunks_exact(2)
                 .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
                 .collect(),
-            other => return Err(bad(format!("has dtype {other:?}; expected F32, BF16 or F16"))),
+            other => {
+                return Err(bad(format!(
+                    "has dtype {other:?}; expected F32, BF16 or F16"
+                )))
+            }
         })
     }
 
@@ -215,7 +237,11 @@ impl Weights {
     pub fn i64_any(&self, name: &str) -> Result<(Vec<usize>, Vec<i64>), LocalError> {
         let t = self.raw(name)?;
         let v = match t.dtype {
-            Dtype::I64 => t.data.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).collect(),
+            Dtype::I64 => t
+                .data
+                .chunks_exact(8)
+                .map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                .collect(),
             Dtype::I32 => t
                 .data
                 .chunks_exact(4)

@@ -10,7 +10,9 @@ pub struct Cpu;
 
 fn check(what: &str, got: usize, want: usize) -> BResult<()> {
     if got < want {
-        return Err(LocalError::Internal(format!("{what}: buffer has {got} values, needs {want}")));
+        return Err(LocalError::Internal(format!(
+            "{what}: buffer has {got} values, needs {want}"
+        )));
     }
     Ok(())
 }
@@ -31,7 +33,8 @@ fn erf(x: f64) -> f64 {
     } else {
         // erfc(x) ≈ e^{-x²}/(x√π) · (1 − 1/(2x²) + 3/(4x⁴) − 15/(8x⁶) + 105/(16x⁸))
         let x2 = ax * ax;
-        let s = 1.0 - 1.0 / (2.0 * x2) + 3.0 / (4.0 * x2 * x2) - 15.0 / (8.0 * x2.powi(3)) + 105.0 / (16.0 * x2.powi(4));
+        let s = 1.0 - 1.0 / (2.0 * x2) + 3.0 / (4.0 * x2 * x2) - 15.0 / (8.0 * x2.powi(3))
+            + 105.0 / (16.0 * x2.powi(4));
         1.0 - (-x2).exp() / (ax * std::f64::consts::PI.sqrt()) * s
     };
     r.copysign(x)
@@ -59,8 +62,15 @@ impl Backend for Cpu {
         Ok(vec![0.0; n])
     }
 
-    fn linear(&self, x: &Vec<f32>, rows: usize, k: usize, w: &Vec<f32>, n: usize, bias: Option<&Vec<f32>>)
-        -> BResult<Vec<f32>> {
+    fn linear(
+        &self,
+        x: &Vec<f32>,
+        rows: usize,
+        k: usize,
+        w: &Vec<f32>,
+        n: usize,
+        bias: Option<&Vec<f32>>,
+    ) -> BResult<Vec<f32>> {
         check("linear input", x.len(), rows * k)?;
         check("linear weight", w.len(), n * k)?;
         let mut y = vec![0f32; rows * n];
@@ -77,8 +87,22 @@ impl Backend for Cpu {
         // SAFETY: the slices hold at least rows·k, n·k and rows·n values (checked above) and the
         // strides describe x[rows,k] row-major, wᵀ (w[n,k] read column-wise) and y[rows,n].
         unsafe {
-            matrixmultiply::sgemm(rows, k, n, 1.0, x.as_ptr(), k as isize, 1, w.as_ptr(), 1, k as isize, beta,
-                y.as_mut_ptr(), n as isize, 1);
+            matrixmultiply::sgemm(
+                rows,
+                k,
+                n,
+                1.0,
+                x.as_ptr(),
+                k as isize,
+                1,
+                w.as_ptr(),
+                1,
+                k as isize,
+                beta,
+                y.as_mut_ptr(),
+                n as isize,
+                1,
+            );
         }
         Ok(y)
     }
@@ -89,7 +113,14 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn rms_norm(&self, x: &Vec<f32>, rows: usize, dim: usize, w: &Vec<f32>, eps: f32) -> BResult<Vec<f32>> {
+    fn rms_norm(
+        &self,
+        x: &Vec<f32>,
+        rows: usize,
+        dim: usize,
+        w: &Vec<f32>,
+        eps: f32,
+    ) -> BResult<Vec<f32>> {
         check("rms_norm", x.len(), rows * dim)?;
         let mut y = vec![0f32; rows * dim];
         for (xr, yr) in x.chunks_exact(dim).zip(y.chunks_exact_mut(dim)).take(rows) {
@@ -102,8 +133,15 @@ impl Backend for Cpu {
         Ok(y)
     }
 
-    fn layer_norm(&self, x: &Vec<f32>, rows: usize, dim: usize, w: &Vec<f32>, b: &Vec<f32>, eps: f32)
-        -> BResult<Vec<f32>> {
+    fn layer_norm(
+        &self,
+        x: &Vec<f32>,
+        rows: usize,
+        dim: usize,
+        w: &Vec<f32>,
+        b: &Vec<f32>,
+        eps: f32,
+    ) -> BResult<Vec<f32>> {
         check("layer_norm", x.len(), rows * dim)?;
         let mut y = vec![0f32; rows * dim];
         for (xr, yr) in x.chunks_exact(dim).zip(y.chunks_exact_mut(dim)).take(rows) {
@@ -117,8 +155,15 @@ impl Backend for Cpu {
         Ok(y)
     }
 
-    fn rope(&self, x: &mut Vec<f32>, rows: usize, heads: usize, hd: usize, cos: &Vec<f32>, sin: &Vec<f32>)
-        -> BResult<()> {
+    fn rope(
+        &self,
+        x: &mut Vec<f32>,
+        rows: usize,
+        heads: usize,
+        hd: usize,
+        cos: &Vec<f32>,
+        sin: &Vec<f32>,
+    ) -> BResult<()> {
         check("rope", x.len(), rows * heads * hd)?;
         check("rope tables", cos.len().min(sin.len()), rows * hd)?;
         let half = hd / 2;
@@ -139,11 +184,16 @@ impl Backend for Cpu {
 
     fn silu_mul(&self, gate: &Vec<f32>, up: &Vec<f32>) -> BResult<Vec<f32>> {
         check("silu_mul", up.len(), gate.len())?;
-        Ok(gate.iter().zip(up).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect())
+        Ok(gate
+            .iter()
+            .zip(up)
+            .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
+            .collect())
     }
 
     fn quick_gelu(&self, x: &mut Vec<f32>) -> BResult<()> {
-        x.iter_mut().for_each(|v| *v *= 1.0 / (1.0 + (-1.702 * *v).exp()));
+        x.iter_mut()
+            .for_each(|v| *v *= 1.0 / (1.0 + (-1.702 * *v).exp()));
         Ok(())
     }
 
@@ -159,15 +209,22 @@ impl Backend for Cpu {
         let mut out = Vec::with_capacity(ids.len() * dim);
         for &id in ids {
             let a = id as usize * dim;
-            let row = table
-                .get(a..a + dim)
-                .ok_or_else(|| LocalError::Internal(format!("token id {id} is outside the embedding table")))?;
+            let row = table.get(a..a + dim).ok_or_else(|| {
+                LocalError::Internal(format!("token id {id} is outside the embedding table"))
+            })?;
             out.extend_from_slice(row);
         }
         Ok(out)
     }
 
-    fn slice_cols(&self, x: &Vec<f32>, rows: usize, stride: usize, col0: usize, n: usize) -> BResult<Vec<f32>> {
+    fn slice_cols(
+        &self,
+        x: &Vec<f32>,
+        rows: usize,
+        stride: usize,
+        col0: usize,
+        n: usize,
+    ) -> BResult<Vec<f32>> {
         check("slice_cols", x.len(), rows * stride)?;
         let mut out = Vec::with_capacity(rows * n);
         for r in 0..rows {
@@ -176,22 +233,42 @@ impl Backend for Cpu {
         Ok(out)
     }
 
-    fn copy_rows(&self, dst: &mut Vec<f32>, dst_row: usize, src: &Vec<f32>, src_row: usize, rows: usize, dim: usize)
-        -> BResult<()> {
+    fn copy_rows(
+        &self,
+        dst: &mut Vec<f32>,
+        dst_row: usize,
+        src: &Vec<f32>,
+        src_row: usize,
+        rows: usize,
+        dim: usize,
+    ) -> BResult<()> {
         check("copy_rows source", src.len(), (src_row + rows) * dim)?;
         check("copy_rows destination", dst.len(), (dst_row + rows) * dim)?;
-        dst[dst_row * dim..(dst_row + rows) * dim].copy_from_slice(&src[src_row * dim..(src_row + rows) * dim]);
+        dst[dst_row * dim..(dst_row + rows) * dim]
+            .copy_from_slice(&src[src_row * dim..(src_row + rows) * dim]);
         Ok(())
     }
 
-    fn attention(&self, q: &Vec<f32>, q_row: usize, n_q: usize, k: &Vec<f32>, v: &Vec<f32>, n_kv: usize,
-        s: AttnShape, causal: bool, out: &mut Vec<f32>) -> BResult<()> {
+    fn attention(
+        &self,
+        q: &Vec<f32>,
+        q_row: usize,
+        n_q: usize,
+        k: &Vec<f32>,
+        v: &Vec<f32>,
+        n_kv: usize,
+        s: AttnShape,
+        causal: bool,
+        out: &mut Vec<f32>,
+    ) -> BResult<()> {
         let (qd, kd) = (s.heads * s.hd, s.kv_heads * s.hd);
         check("attention q", q.len(), (q_row + n_q) * qd)?;
         check("attention k", k.len().min(v.len()), n_kv * kd)?;
         check("attention out", out.len(), (q_row + n_q) * qd)?;
         if causal && n_q > n_kv {
-            return Err(LocalError::Internal("causal attention with more queries than keys".into()));
+            return Err(LocalError::Internal(
+                "causal attention with more queries than keys".into(),
+            ));
         }
         let scale = 1.0 / (s.hd as f32).sqrt();
         let group = s.heads / s.kv_heads;
@@ -233,8 +310,13 @@ mod tests {
     fn erf_matches_known_values() {
         // Reference values from tables: erf(0.5) = 0.5204998778130465, erf(1) = 0.8427007929497149,
         // erf(2) = 0.9953222650189527, erf(3.5) = 0.9999992569016276.
-        for (x, want) in [(0.5, 0.5204998778130465), (1.0, 0.8427007929497149), (2.0, 0.9953222650189527),
-            (3.5, 0.9999992569016276), (-1.0, -0.8427007929497149)] {
+        for (x, want) in [
+            (0.5, 0.5204998778130465),
+            (1.0, 0.8427007929497149),
+            (2.0, 0.9953222650189527),
+            (3.5, 0.9999992569016276),
+            (-1.0, -0.8427007929497149),
+        ] {
             assert!((erf(x) - want).abs() < 1e-9, "erf({x}) = {}", erf(x));
         }
     }
@@ -242,18 +324,32 @@ mod tests {
     #[test]
     fn linear_matches_hand_product() {
         // x = [[1,2],[3,4]], w = [[1,0],[1,1],[0,2]], b = [0.5,0,-1] -> y = x·wᵀ + b.
-        let y = Cpu.linear(&vec![1., 2., 3., 4.], 2, 2, &vec![1., 0., 1., 1., 0., 2.], 3, Some(&vec![0.5, 0., -1.])).unwrap();
+        let y = Cpu
+            .linear(
+                &vec![1., 2., 3., 4.],
+                2,
+                2,
+                &vec![1., 0., 1., 1., 0., 2.],
+                3,
+                Some(&vec![0.5, 0., -1.]),
+            )
+            .unwrap();
         assert_eq!(y, vec![1.5, 3., 3., 3.5, 7., 7.]);
     }
 
     #[test]
     fn causal_attention_first_query_sees_one_key() {
-        let s = AttnShape { heads: 1, kv_heads: 1, hd: 2 };
+        let s = AttnShape {
+            heads: 1,
+            kv_heads: 1,
+            hd: 2,
+        };
         let q = vec![1., 0., 0., 1.];
         let k = vec![1., 0., 0., 1.];
         let v = vec![10., 20., 30., 40.];
         let mut out = vec![0.; 4];
-        Cpu.attention(&q, 0, 2, &k, &v, 2, s, true, &mut out).unwrap();
+        Cpu.attention(&q, 0, 2, &k, &v, 2, s, true, &mut out)
+            .unwrap();
         assert_eq!(&out[..2], &[10., 20.]);
         // Second query: scores [0, 1/√2] -> weights softmax.
         let w1 = (1f32 / 2f32.sqrt()).exp() / (1.0 + (1f32 / 2f32.sqrt()).exp());

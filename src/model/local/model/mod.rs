@@ -7,7 +7,10 @@ pub mod vision;
 /// half-width frequency vectors.
 pub(crate) fn rope_tables(freqs: &[f32], half: usize) -> (Vec<f32>, Vec<f32>) {
     let rows = freqs.len() / half;
-    let (mut cos, mut sin) = (Vec::with_capacity(rows * 2 * half), Vec::with_capacity(rows * 2 * half));
+    let (mut cos, mut sin) = (
+        Vec::with_capacity(rows * 2 * half),
+        Vec::with_capacity(rows * 2 * half),
+    );
     for f in freqs.chunks_exact(half) {
         for _ in 0..2 {
             cos.extend(f.iter().map(|x| x.cos()));

@@ -54,17 +54,32 @@ impl<B: Backend> Text<B> {
     /// Load `model.*` (and `lm_head.weight` when untied) tensors.
     pub fn load(be: &B, w: &Weights, cfg: &TextConfig) -> Result<Text<B>, LocalError> {
         let (d, hd) = (cfg.hidden_size, cfg.head_dim());
-        let (qd, kd, m) = (cfg.num_heads * hd, cfg.num_kv_heads * hd, cfg.intermediate_size);
-        let t = |name: String, shape: &[usize]| -> Result<B::Buf, LocalError> { be.weight(w.f32(&name, shape)?) };
+        let (qd, kd, m) = (
+            cfg.num_heads * hd,
+            cfg.num_kv_heads * hd,
+            cfg.intermediate_size,
+        );
+        let t = |name: String, shape: &[usize]| -> Result<B::Buf, LocalError> {
+            be.weight(w.f32(&name, shape)?)
+        };
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for i in 0..cfg.num_layers {
             let p = format!("model.layers.{i}");
             let a = format!("{p}.self_attn");
             layers.push(Layer {
                 input_norm: t(format!("{p}.input_layernorm.weight"), &[d])?,
-                q: (t(format!("{a}.q_proj.weight"), &[qd, d])?, t(format!("{a}.q_proj.bias"), &[qd])?),
-                k: (t(format!("{a}.k_proj.weight"), &[kd, d])?, t(format!("{a}.k_proj.bias"), &[kd])?),
-                v: (t(format!("{a}.v_proj.weight"), &[kd, d])?, t(format!("{a}.v_proj.bias"), &[kd])?),
+                q: (
+                    t(format!("{a}.q_proj.weight"), &[qd, d])?,
+                    t(format!("{a}.q_proj.bias"), &[qd])?,
+                ),
+                k: (
+                    t(format!("{a}.k_proj.weight"), &[kd, d])?,
+                    t(format!("{a}.k_proj.bias"), &[kd])?,
+                ),
+                v: (
+                    t(format!("{a}.v_proj.weight"), &[kd, d])?,
+                    t(format!("{a}.v_proj.bias"), &[kd])?,
+                ),
                 o: t(format!("{a}.o_proj.weight"), &[d, qd])?,
                 post_norm: t(format!("{p}.post_attention_layernorm.weight"), &[d])?,
                 gate: t(format!("{p}.mlp.gate_proj.weight"), &[m, d])?,
@@ -111,7 +126,12 @@ impl<B: Backend> Text<B> {
             k.push(be.zeros(capacity * kd)?);
             v.push(be.zeros(capacity * kd)?);
         }
-        Ok(KvCache { k, v, len: 0, capacity })
+        Ok(KvCache {
+            k,
+            v,
+            len: 0,
+            capacity,
+        })
     }
 
     /// Embedding rows for token ids.
@@ -128,7 +148,13 @@ impl<B: Backend> Text<B> {
         for c in chunks {
             for r in 0..c.positions[0].len() {
                 for (i, f) in self.inv.iter().enumerate() {
-                    let axis = if i < s0 { 0 } else if i < s0 + s1 { 1 } else { 2 };
+                    let axis = if i < s0 {
+                        0
+                    } else if i < s0 + s1 {
+                        1
+                    } else {
+                        2
+                    };
                     freqs.push(c.positions[axis][r] as f32 * f);
                 }
             }
@@ -148,7 +174,9 @@ impl<B: Backend> Text<B> {
         let rows: usize = lens.iter().sum();
         for (s, &n) in chunks.iter().zip(&lens) {
             if s.positions.iter().any(|p| p.len() != n) {
-                return Err(LocalError::Internal("M-RoPE position axes differ in length".into()));
+                return Err(LocalError::Internal(
+                    "M-RoPE position axes differ in length".into(),
+                ));
             }
             if s.cache.len + n > s.cache.capacity {
                 return Err(LocalError::Internal(format!(
@@ -178,7 +206,17 @@ impl<B: Backend> Text<B> {
                 let past = s.cache.len;
                 be.copy_rows(&mut s.cache.k[li], past, &k, r0, n, kd)?;
                 be.copy_rows(&mut s.cache.v[li], past, &v, r0, n, kd)?;
-                be.attention(&q, r0, n, &s.cache.k[li], &s.cache.v[li], past + n, shape, true, &mut o)?;
+                be.attention(
+                    &q,
+                    r0,
+                    n,
+                    &s.cache.k[li],
+                    &s.cache.v[li],
+                    past + n,
+                    shape,
+                    true,
+                    &mut o,
+                )?;
                 r0 += n;
             }
             let o = be.linear(&o, rows, qd, &l.o, d, None)?;

@@ -36,12 +36,13 @@ impl<B: Backend> Vision<B> {
         let e = cfg.embed_dim;
         let merged = e * cfg.spatial_merge_size * cfg.spatial_merge_size;
         let m = cfg.mlp_dim();
-        let pair = |name: &str, wshape: &[usize], bshape: usize| -> Result<(B::Buf, B::Buf), LocalError> {
-            Ok((
-                be.weight(w.f32(&format!("{name}.weight"), wshape)?)?,
-                be.weight(w.f32(&format!("{name}.bias"), &[bshape])?)?,
-            ))
-        };
+        let pair =
+            |name: &str, wshape: &[usize], bshape: usize| -> Result<(B::Buf, B::Buf), LocalError> {
+                Ok((
+                    be.weight(w.f32(&format!("{name}.weight"), wshape)?)?,
+                    be.weight(w.f32(&format!("{name}.bias"), &[bshape])?)?,
+                ))
+            };
         let mut blocks = Vec::with_capacity(cfg.depth);
         for i in 0..cfg.depth {
             let p = format!("visual.blocks.{i}");
@@ -60,7 +61,11 @@ impl<B: Backend> Vision<B> {
             blocks,
             ln_q: pair("visual.merger.ln_q", &[e], e)?,
             mlp0: pair("visual.merger.mlp.0", &[merged, merged], merged)?,
-            mlp2: pair("visual.merger.mlp.2", &[cfg.hidden_size, merged], cfg.hidden_size)?,
+            mlp2: pair(
+                "visual.merger.mlp.2",
+                &[cfg.hidden_size, merged],
+                cfg.hidden_size,
+            )?,
             cfg: cfg.clone(),
         })
     }
@@ -77,12 +82,17 @@ impl<B: Backend> Vision<B> {
         let inv = inv_freq(cfg.rope_theta, hd / 2);
         for img in images {
             if img.pixels.len() % pd != 0 {
-                return Err(LocalError::Image(format!("patch rows must have {pd} values")));
+                return Err(LocalError::Image(format!(
+                    "patch rows must have {pd} values"
+                )));
             }
             let n = img.pixels.len() / pd;
             let [t, h, w] = img.grid;
             if n != t * h * w || h % merge != 0 || w % merge != 0 {
-                return Err(LocalError::Image(format!("grid {:?} does not match {n} patches", img.grid)));
+                return Err(LocalError::Image(format!(
+                    "grid {:?} does not match {n} patches",
+                    img.grid
+                )));
             }
             for ti in 0..t {
                 frames.push((pixels.len() / pd + ti * h * w, h * w));
@@ -131,6 +141,13 @@ impl<B: Backend> Vision<B> {
         // Row-major [n, e] viewed as [n/4, 4e]: consecutive patches form one merged token.
         let mut h = be.linear(&y, rows, e * g, &self.mlp0.0, e * g, Some(&self.mlp0.1))?;
         be.gelu_erf(&mut h)?;
-        be.linear(&h, rows, e * g, &self.mlp2.0, cfg.hidden_size, Some(&self.mlp2.1))
+        be.linear(
+            &h,
+            rows,
+            e * g,
+            &self.mlp2.0,
+            cfg.hidden_size,
+            Some(&self.mlp2.1),
+        )
     }
 }

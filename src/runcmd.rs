@@ -32,7 +32,8 @@ use crate::report::summary::Summary;
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RunArgs {
     /// Model: `mock` (offline, scripted policy behind a local OpenAI-compatible server),
-    /// `scripted`, `random`, or a model name at an OpenAI-compatible endpoint.
+    /// `scripted`, `random`, `local:DIR` (a Qwen2-VL checkpoint folder run in-process), or a
+    /// model name at an OpenAI-compatible endpoint.
     #[arg(long)]
     pub model: Option<String>,
     /// Play env seeds 0..N-1.
@@ -156,6 +157,12 @@ pub struct RunArgs {
     /// Total time allowed for one turn's model call, retries included, seconds.
     #[arg(long)]
     pub turn_deadline: Option<f64>,
+    /// Device for `--model local:DIR` [default: cpu].
+    #[arg(long, value_enum)]
+    pub device: Option<crate::model::local::chat::Device>,
+    /// Weight precision for `--model local:DIR` [default: f32 on cpu, bf16 on cuda].
+    #[arg(long, value_enum)]
+    pub dtype: Option<crate::model::local::chat::DType>,
     /// Image detail sent with frames: low, high or auto (omitted by default).
     #[arg(long, value_parser = ["low", "high", "auto"])]
     pub image_detail: Option<String>,
@@ -248,7 +255,9 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             image_detail,
             max_retry_wait,
             turn_deadline,
-            shard
+            shard,
+            device,
+            dtype
         );
         a.force |= file.force;
         a.quiet |= file.quiet;
@@ -323,7 +332,9 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     };
 
     // Endpoint and key (checked before anything slow happens).
-    let builtin = matches!(model_name.as_str(), "mock" | "scripted" | "random");
+    let local_dir = model_name.strip_prefix("local:").map(PathBuf::from);
+    let builtin =
+        matches!(model_name.as_str(), "mock" | "scripted" | "random") || local_dir.is_some();
     let base_url = a
         .base_url
         .clone()
@@ -503,13 +514,19 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             .map(|s| Duration::from_secs_f64(s.max(0.001))),
     };
 
+    // A local checkpoint is loaded before anything else runs, so bad files fail fast.
+    let local_model = match &local_dir {
+        Some(dir) => Some(load_local(model_name.clone(), dir, &a, concurrency)?),
+        None => None,
+    };
     let runtime = crate::cli::runtime()?;
     let outcome = runtime.block_on(async move {
         let mut _server = None;
-        let model: Arc<dyn ChatModel> = match model_name.as_str() {
-            "scripted" => Arc::new(ScriptedModel),
-            "random" => Arc::new(RandomModel),
-            "mock" => {
+        let model: Arc<dyn ChatModel> = match (local_model, model_name.as_str()) {
+            (Some(m), _) => Arc::new(m),
+            (None, "scripted") => Arc::new(ScriptedModel),
+            (None, "random") => Arc::new(RandomModel),
+            (None, "mock") => {
                 let server = MockServer::start(Arc::new(ScriptedModel))
                     .await
                     .map_err(|e| CliError {
@@ -542,6 +559,29 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
 }
 
 use serde_json::Value;
+
+/// Load `--model local:DIR` with `--device` / `--dtype`; one model serves all episodes.
+fn load_local(
+    name: String,
+    dir: &Path,
+    a: &RunArgs,
+    concurrency: usize,
+) -> Result<crate::model::local::chat::LocalModel, CliError> {
+    use crate::model::local::chat::{Device, LocalModel, LocalOptions};
+    let opts = LocalOptions {
+        dir: dir.to_path_buf(),
+        device: a.device.unwrap_or(Device::Cpu),
+        dtype: a.dtype,
+        max_batch: concurrency.max(1),
+    };
+    tracing::info!("loading local model from {}", dir.display());
+    LocalModel::load(name, &opts).map_err(|e| {
+        CliError::usage(format!(
+            "--model local:{}: {e} (fix the checkpoint folder or choose another model)",
+            dir.display()
+        ))
+    })
+}
 
 /// Provider options that shape requests.
 struct Quirks {

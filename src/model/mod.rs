@@ -4,6 +4,7 @@
 
 pub mod baseline;
 pub mod limit;
+pub mod local;
 pub mod mock;
 pub mod openai;
 

@@ -1,0 +1,139 @@
+//! The small set of tensor operations the Qwen2-VL model needs. The model is written once over
+//! this trait; each backend owns its buffers (host `Vec<f32>` for the CPU reference).
+//!
+//! Every buffer is a row-major matrix whose shape the caller tracks; ops take the dimensions.
+
+pub mod cpu;
+
+use super::LocalError;
+
+/// Result of a backend operation.
+pub type BResult<T> = Result<T, LocalError>;
+
+/// Tensor operations over backend-owned buffers.
+pub trait Backend: Send + Sync + 'static {
+    /// A buffer of values (f32 or lower precision on the device).
+    type Buf: Send + Sync;
+
+    /// Short name for logs and results ("cpu", "cuda").
+    fn name(&self) -> &'static str;
+    /// Bytes per stored weight value (4 for f32, 2 for bf16): for achieved-bandwidth figures.
+    fn weight_bytes_per_value(&self) -> usize;
+    /// Take ownership of a weight matrix (converted to the backend's storage type).
+    fn weight(&self, data: Vec<f32>) -> BResult<Self::Buf>;
+    /// Upload activations.
+    fn upload(&self, data: &[f32]) -> BResult<Self::Buf>;
+    /// Copy a buffer back to the host as f32.
+    fn download(&self, x: &Self::Buf) -> BResult<Vec<f32>>;
+    /// A zero-filled buffer of `n` values.
+    fn zeros(&self, n: usize) -> BResult<Self::Buf>;
+
+    /// `y[rows, n] = x[rows, k] · w[n, k]ᵀ (+ bias[n])` (an `nn.Linear`).
+    fn linear(
+        &self,
+        x: &Self::Buf,
+        rows: usize,
+        k: usize,
+        w: &Self::Buf,
+        n: usize,
+        bias: Option<&Self::Buf>,
+    ) -> BResult<Self::Buf>;
+    /// `x += y` elementwise.
+    fn add_assign(&self, x: &mut Self::Buf, y: &Self::Buf) -> BResult<()>;
+    /// RMSNorm over rows of width `dim`: `x · rsqrt(mean(x²) + eps) · w`.
+    fn rms_norm(
+        &self,
+        x: &Self::Buf,
+        rows: usize,
+        dim: usize,
+        w: &Self::Buf,
+        eps: f32,
+    ) -> BResult<Self::Buf>;
+    /// LayerNorm over rows of width `dim` with weight and bias.
+    fn layer_norm(
+        &self,
+        x: &Self::Buf,
+        rows: usize,
+        dim: usize,
+        w: &Self::Buf,
+        b: &Self::Buf,
+        eps: f32,
+    ) -> BResult<Self::Buf>;
+    /// Rotate every head of `x[rows, heads·hd]`: `x·cos + rotate_half(x)·sin`, tables `[rows, hd]`.
+    fn rope(
+        &self,
+        x: &mut Self::Buf,
+        rows: usize,
+        heads: usize,
+        hd: usize,
+        cos: &Self::Buf,
+        sin: &Self::Buf,
+    ) -> BResult<()>;
+    /// `silu(gate) · up`, elementwise.
+    fn silu_mul(&self, gate: &Self::Buf, up: &Self::Buf) -> BResult<Self::Buf>;
+    /// `x · σ(1.702 x)` in place.
+    fn quick_gelu(&self, x: &mut Self::Buf) -> BResult<()>;
+    /// Exact (erf) GELU in place.
+    fn gelu_erf(&self, x: &mut Self::Buf) -> BResult<()>;
+    /// Rows `ids` of `table[_, dim]`.
+    fn gather_rows(&self, table: &Self::Buf, dim: usize, ids: &[u32]) -> BResult<Self::Buf>;
+    /// `out[rows, n] = x[rows, col0 .. col0+n]` where `x` has `stride` columns.
+    fn slice_cols(
+        &self,
+        x: &Self::Buf,
+        rows: usize,
+        stride: usize,
+        col0: usize,
+        n: usize,
+    ) -> BResult<Self::Buf>;
+    /// Copy `rows` rows of width `dim` from `src` (starting at `src_row`) into `dst` at `dst_row`.
+    fn copy_rows(
+        &self,
+        dst: &mut Self::Buf,
+        dst_row: usize,
+        src: &Self::Buf,
+        src_row: usize,
+        rows: usize,
+        dim: usize,
+    ) -> BResult<()>;
+    /// Rows `row0 .. row0+rows` (width `dim`) as a new buffer.
+    fn slice_rows(
+        &self,
+        x: &Self::Buf,
+        row0: usize,
+        rows: usize,
+        dim: usize,
+    ) -> BResult<Self::Buf> {
+        let mut out = self.zeros(rows * dim)?;
+        self.copy_rows(&mut out, 0, x, row0, rows, dim)?;
+        Ok(out)
+    }
+    /// Scaled dot-product attention of one sequence segment, written into `out` rows
+    /// `q_row .. q_row+n_q` (width `heads·hd`). Queries are `q` rows `q_row ..`; keys and values
+    /// are rows `0 .. n_kv` of `k`, `v` (width `kv_heads·hd`, grouped-query). With `causal`,
+    /// query `i` sees keys `0 ..= n_kv − n_q + i`.
+    #[allow(clippy::too_many_arguments)]
+    fn attention(
+        &self,
+        q: &Self::Buf,
+        q_row: usize,
+        n_q: usize,
+        k: &Self::Buf,
+        v: &Self::Buf,
+        n_kv: usize,
+        shape: AttnShape,
+        causal: bool,
+        out: &mut Self::Buf,
+    ) -> BResult<()>;
+}
+
+/// Head layout for attention.
+#[derive(Clone, Copy, Debug)]
+pub struct AttnShape {
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+    /// Head width.
+    pub hd: usize,
+}

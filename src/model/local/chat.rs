@@ -1,0 +1,339 @@
+//! The local model as a [`ChatModel`]: one loaded engine on a worker thread serves every
+//! episode. Requests that arrive together are prefilled in one batch and decoded in one batch
+//! (continuous batching: new arrivals join between decode steps).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use super::backend::cpu::Cpu;
+use super::backend::Backend;
+use super::engine::{Engine, GenParams, Generation, Sequence};
+use super::preprocess::preprocess_image;
+use super::sampling::SamplingParams;
+use super::tokenizer::python_json;
+use super::LocalError;
+use crate::model::{
+    BoxFuture, ChatModel, ChatReply, ChatRequest, Message, ModelError, Part, Role, ToolChoice,
+    Usage,
+};
+
+/// Where the model runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    /// The f32 CPU reference backend.
+    Cpu,
+    /// An NVIDIA GPU (not available in this build).
+    Cuda,
+}
+
+/// Weight precision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// bfloat16 weights (GPU).
+    Bf16,
+    /// float32 weights.
+    F32,
+}
+
+/// How to load a local model.
+#[derive(Clone, Debug)]
+pub struct LocalOptions {
+    /// Checkpoint folder.
+    pub dir: PathBuf,
+    /// Device.
+    pub device: Device,
+    /// Precision (default: f32 on CPU, bf16 on CUDA).
+    pub dtype: Option<DType>,
+    /// Most sequences decoded together.
+    pub max_batch: usize,
+}
+
+/// Output tokens when a request sets no limit.
+pub const DEFAULT_MAX_NEW_TOKENS: usize = 512;
+
+struct Job {
+    request: ChatRequest,
+    accepted: Instant,
+    reply: oneshot::Sender<Result<ChatReply, ModelError>>,
+}
+
+/// A local checkpoint served to concurrent episodes by one worker thread.
+pub struct LocalModel {
+    name: String,
+    tx: mpsc::Sender<Job>,
+}
+
+impl LocalModel {
+    /// Load the checkpoint and start the worker.
+    pub fn load(name: String, opts: &LocalOptions) -> Result<LocalModel, LocalError> {
+        match (opts.device, opts.dtype) {
+            (Device::Cpu, Some(DType::Bf16)) => Err(LocalError::Device(
+                "--dtype bf16 needs --device cuda; the CPU backend computes in f32 (use --dtype f32)".into(),
+            )),
+            (Device::Cuda, _) => Err(LocalError::Device(
+                "--device cuda: this build has no CUDA backend (not implemented yet); use --device cpu".into(),
+            )),
+            (Device::Cpu, _) => {
+                let engine = Engine::load(&opts.dir, Cpu)?;
+                Ok(LocalModel::serve(name, engine, opts.max_batch.max(1)))
+            }
+        }
+    }
+
+    /// Serve an already loaded engine.
+    pub fn serve<B: Backend>(name: String, engine: Engine<B>, max_batch: usize) -> LocalModel {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("local-vlm".into())
+            .spawn(move || worker(engine, rx, max_batch))
+            .map(|_| ())
+            .unwrap_or_else(|e| tracing::error!("cannot start the local model thread: {e}"));
+        LocalModel { name, tx }
+    }
+}
+
+impl ChatModel for LocalModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatReply, ModelError>> {
+        Box::pin(async move {
+            let (tx, rx) = oneshot::channel();
+            let job = Job {
+                request: request.clone(),
+                accepted: Instant::now(),
+                reply: tx,
+            };
+            self.tx
+                .send(job)
+                .map_err(|_| ModelError::Config("the local model thread has stopped".into()))?;
+            rx.await
+                .map_err(|_| ModelError::Config("the local model thread has stopped".into()))?
+        })
+    }
+}
+
+/// One request being generated.
+struct Active<B: Backend> {
+    seq: Sequence<B>,
+    job: Job,
+}
+
+fn worker<B: Backend>(engine: Engine<B>, rx: mpsc::Receiver<Job>, max_batch: usize) {
+    let mut waiting: VecDeque<Job> = VecDeque::new();
+    let mut active: Vec<Active<B>> = Vec::new();
+    loop {
+        if active.is_empty() && waiting.is_empty() {
+            match rx.recv() {
+                Ok(job) => waiting.push_back(job),
+                Err(_) => return,
+            }
+        }
+        while let Ok(job) = rx.try_recv() {
+            waiting.push_back(job);
+        }
+        // Admit new requests up to the batch limit and prefill them together.
+        let first_new = active.len();
+        while active.len() < max_batch {
+            let Some(job) = waiting.pop_front() else {
+                break;
+            };
+            match build(&engine, &job.request).and_then(|(p, g)| engine.start(p, g)) {
+                Ok(seq) => active.push(Active { seq, job }),
+                Err(e) => {
+                    let _ = job.reply.send(Err(ModelError::BadResponse(e.to_string())));
+                }
+            }
+        }
+        let result = {
+            let mut refs: Vec<&mut Sequence<B>> =
+                active[first_new..].iter_mut().map(|a| &mut a.seq).collect();
+            engine.prefill(&mut refs)
+        }
+        .and_then(|_| {
+            let mut refs: Vec<&mut Sequence<B>> =
+                active[..first_new].iter_mut().map(|a| &mut a.seq).collect();
+            engine.step(&mut refs)
+        });
+        if let Err(e) = result {
+            tracing::error!("local model: {e}");
+            for a in active.drain(..) {
+                let _ = a
+                    .job
+                    .reply
+                    .send(Err(ModelError::BadResponse(e.to_string())));
+            }
+            continue;
+        }
+        let mut i = 0;
+        while i < active.len() {
+            if active[i].seq.is_done() {
+                let a = active.swap_remove(i);
+                let g = engine.finish(a.seq);
+                let _ = a
+                    .job
+                    .reply
+                    .send(Ok(reply(engine.be.name(), &g, a.job.accepted)));
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+fn reply(device: &str, g: &Generation, accepted: Instant) -> ChatReply {
+    ChatReply {
+        text: Some(g.text.clone()),
+        finish_reason: Some(g.finish_reason.to_string()),
+        usage: Usage {
+            input_tokens: Some(g.prompt_tokens as u64),
+            output_tokens: Some(g.tokens.len() as u64),
+        },
+        latency_ms: accepted.elapsed().as_secs_f64() * 1e3,
+        raw: json!({"local": {
+            "device": device,
+            "text": g.text,
+            "finish_reason": g.finish_reason,
+            "prompt_tokens": g.prompt_tokens,
+            "completion_tokens": g.tokens.len(),
+            "ttft_ms": g.ttft_ms,
+            "decode_tokens_per_s": g.decode_tokens_per_s,
+            "decode_gb_per_s": g.decode_gb_per_s,
+            "max_batch": g.max_batch,
+        }}),
+        ..ChatReply::default()
+    }
+}
+
+/// Tool descriptions for templates that do not render tools themselves.
+fn tools_in_system_prompt(tools: &Value) -> String {
+    let mut s = String::from(
+        "\n\n# Tools\n\nYou can call these functions. Each signature is a JSON object inside <tools></tools>:\n<tools>",
+    );
+    for t in tools.as_array().into_iter().flatten() {
+        s.push('\n');
+        s.push_str(&python_json(t, None));
+    }
+    s.push_str(
+        "\n</tools>\n\nTo call one, reply with a JSON object holding the function name and its arguments \
+         inside <tool_call></tool_call> tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
+    );
+    s
+}
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+/// HF chat messages, the tools list (when the template renders tools) and the PNG images.
+pub fn hf_messages(
+    req: &ChatRequest,
+    template_has_tools: bool,
+) -> (Value, Option<Value>, Vec<&[u8]>) {
+    let offer_tools = !req.tools.is_empty() && req.tool_choice != Some(ToolChoice::None);
+    let tools: Vec<Value> = req
+        .tools
+        .iter()
+        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+        .collect();
+    let mut images = Vec::new();
+    let mut msgs: Vec<Value> = Vec::new();
+    let text_of = |m: &Message| {
+        let mut t = m.joined_text();
+        for c in &m.tool_calls {
+            let args = match &c.arguments {
+                Value::String(s) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
+                other => other.clone(),
+            };
+            t.push_str(&format!(
+                "\n<tool_call>\n{}\n</tool_call>",
+                python_json(&json!({"name": c.name, "arguments": args}), None)
+            ));
+        }
+        t
+    };
+    for m in &req.messages {
+        let content = if m.image_count() > 0 {
+            let parts: Vec<Value> = m
+                .content
+                .iter()
+                .map(|p| match p {
+                    Part::Text(t) => json!({"type": "text", "text": t}),
+                    Part::Png(bytes) => {
+                        images.push(bytes.as_slice());
+                        json!({"type": "image"})
+                    }
+                })
+                .collect();
+            Value::Array(parts)
+        } else {
+            Value::String(text_of(m))
+        };
+        msgs.push(json!({"role": role_name(m.role), "content": content}));
+    }
+    if offer_tools && !template_has_tools {
+        let extra = tools_in_system_prompt(&Value::Array(tools.clone()));
+        match msgs.first_mut() {
+            Some(first) if first["role"] == "system" && first["content"].is_string() => {
+                let c = format!("{}{extra}", first["content"].as_str().unwrap_or_default());
+                first["content"] = Value::String(c);
+            }
+            _ => msgs.insert(0, json!({"role": "system", "content": format!("You are a helpful assistant.{extra}")})),
+        }
+    }
+    let tools = (offer_tools && template_has_tools).then_some(Value::Array(tools));
+    (Value::Array(msgs), tools, images)
+}
+
+/// Turn a chat request into a prompt and generation settings.
+fn build<B: Backend>(
+    engine: &Engine<B>,
+    req: &ChatRequest,
+) -> Result<(super::engine::Prompt, GenParams), LocalError> {
+    let (messages, tools, pngs) = hf_messages(req, engine.tok.template_has_tools);
+    let images = pngs
+        .into_iter()
+        .map(|b| preprocess_image(b, &engine.pre))
+        .collect::<Result<Vec<_>, _>>()?;
+    let prompt = engine.prompt(&messages, tools.as_ref(), images)?;
+    let gen = &engine.gen;
+    let temperature = match req.temperature {
+        Some(t) => t,
+        None if gen.do_sample => gen.temperature.unwrap_or(1.0),
+        None => 0.0,
+    };
+    // Seeded by the request seed and the prompt, so reruns repeat and turns differ.
+    let mut seed = req.seed.unwrap_or(0) as u64 ^ 0xcbf2_9ce4_8422_2325;
+    for &id in &prompt.ids {
+        seed = (seed ^ id as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    let params = GenParams {
+        max_new_tokens: req
+            .max_tokens
+            .map_or(DEFAULT_MAX_NEW_TOKENS, |m| m.max(1) as usize),
+        sampling: SamplingParams {
+            temperature,
+            top_p: gen.top_p.unwrap_or(1.0),
+            top_k: gen.top_k.unwrap_or(0),
+            seed,
+        },
+        stop_ids: engine.default_stop_ids(),
+    };
+    Ok((prompt, params))
+}

@@ -1,0 +1,51 @@
+//! A local Qwen2-VL: checkpoint loading, HF-identical preprocessing, one model definition over
+//! a small [`backend::Backend`] trait (CPU f32 reference backend), batched generation, and a
+//! [`ChatModel`](crate::model::ChatModel) that shares one loaded model between episodes.
+
+pub mod backend;
+pub mod chat;
+pub mod config;
+pub mod engine;
+pub mod model;
+pub mod preprocess;
+pub mod resize;
+pub mod sampling;
+pub mod tokenizer;
+pub mod weights;
+
+use std::path::PathBuf;
+
+/// Why loading or running the local model failed. Messages are one line and name the file and
+/// field (or tensor) at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    /// A file is missing or unreadable.
+    #[error("{}: {msg}", file.display())]
+    File { file: PathBuf, msg: String },
+    /// A field is missing or inconsistent.
+    #[error("{}: field `{field}` {msg}", file.display())]
+    Field {
+        file: PathBuf,
+        field: String,
+        msg: String,
+    },
+    /// A tensor is missing or malformed.
+    #[error("{}: tensor `{name}` {msg}", file.display())]
+    Tensor {
+        file: PathBuf,
+        name: String,
+        msg: String,
+    },
+    /// The chat template or tokenizer failed on a request.
+    #[error("chat template: {0}")]
+    Template(String),
+    /// An image could not be used.
+    #[error("image: {0}")]
+    Image(String),
+    /// The requested device or dtype is unavailable.
+    #[error("{0}")]
+    Device(String),
+    /// A bug or an impossible state (shapes that cannot happen for valid checkpoints).
+    #[error("internal error: {0}")]
+    Internal(String),
+}

@@ -1,0 +1,254 @@
+//! Qwen2 decoder with M-RoPE and a per-sequence KV cache. One forward call serves a ragged
+//! batch: the rows of all sequences go through the matmuls together, attention runs per
+//! sequence against its own cache.
+
+use super::super::backend::{AttnShape, BResult, Backend};
+use super::super::config::TextConfig;
+use super::super::weights::Weights;
+use super::super::LocalError;
+use super::{inv_freq, rope_tables};
+
+struct Layer<B: Backend> {
+    input_norm: B::Buf,
+    q: (B::Buf, B::Buf),
+    k: (B::Buf, B::Buf),
+    v: (B::Buf, B::Buf),
+    o: B::Buf,
+    post_norm: B::Buf,
+    gate: B::Buf,
+    up: B::Buf,
+    down: B::Buf,
+}
+
+/// Decoder weights on a backend.
+pub struct Text<B: Backend> {
+    cfg: TextConfig,
+    embed: B::Buf,
+    layers: Vec<Layer<B>>,
+    norm: B::Buf,
+    lm_head: Option<B::Buf>,
+    inv: Vec<f32>,
+}
+
+/// Keys and values of one sequence, per layer, preallocated to a capacity in tokens.
+pub struct KvCache<B: Backend> {
+    k: Vec<B::Buf>,
+    v: Vec<B::Buf>,
+    /// Tokens stored.
+    pub len: usize,
+    /// Tokens that fit.
+    pub capacity: usize,
+}
+
+/// One sequence's part of a batched forward call.
+pub struct SeqChunk<'a, B: Backend> {
+    /// Its cache (appended to).
+    pub cache: &'a mut KvCache<B>,
+    /// M-RoPE positions `[3][n]` of its new rows.
+    pub positions: [Vec<i64>; 3],
+    /// Return logits for every new row (else only the last).
+    pub all_logits: bool,
+}
+
+impl<B: Backend> Text<B> {
+    /// Load `model.*` (and `lm_head.weight` when untied) tensors.
+    pub fn load(be: &B, w: &Weights, cfg: &TextConfig) -> Result<Text<B>, LocalError> {
+        let (d, hd) = (cfg.hidden_size, cfg.head_dim());
+        let (qd, kd, m) = (
+            cfg.num_heads * hd,
+            cfg.num_kv_heads * hd,
+            cfg.intermediate_size,
+        );
+        let t = |name: String, shape: &[usize]| -> Result<B::Buf, LocalError> {
+            be.weight(w.f32(&name, shape)?)
+        };
+        let mut layers = Vec::with_capacity(cfg.num_layers);
+        for i in 0..cfg.num_layers {
+            let p = format!("model.layers.{i}");
+            let a = format!("{p}.self_attn");
+            layers.push(Layer {
+                input_norm: t(format!("{p}.input_layernorm.weight"), &[d])?,
+                q: (
+                    t(format!("{a}.q_proj.weight"), &[qd, d])?,
+                    t(format!("{a}.q_proj.bias"), &[qd])?,
+                ),
+                k: (
+                    t(format!("{a}.k_proj.weight"), &[kd, d])?,
+                    t(format!("{a}.k_proj.bias"), &[kd])?,
+                ),
+                v: (
+                    t(format!("{a}.v_proj.weight"), &[kd, d])?,
+                    t(format!("{a}.v_proj.bias"), &[kd])?,
+                ),
+                o: t(format!("{a}.o_proj.weight"), &[d, qd])?,
+                post_norm: t(format!("{p}.post_attention_layernorm.weight"), &[d])?,
+                gate: t(format!("{p}.mlp.gate_proj.weight"), &[m, d])?,
+                up: t(format!("{p}.mlp.up_proj.weight"), &[m, d])?,
+                down: t(format!("{p}.mlp.down_proj.weight"), &[d, m])?,
+            });
+        }
+        let lm_head = if w.has("lm_head.weight") && !cfg.tie_word_embeddings {
+            Some(t("lm_head.weight".into(), &[cfg.vocab_size, d])?)
+        } else if cfg.tie_word_embeddings {
+            None
+        } else {
+            return Err(LocalError::Tensor {
+                file: "model.safetensors".into(),
+                name: "lm_head.weight".into(),
+                msg: "is missing and config.json does not set tie_word_embeddings".into(),
+            });
+        };
+        Ok(Text {
+            embed: t("model.embed_tokens.weight".into(), &[cfg.vocab_size, d])?,
+            layers,
+            norm: t("model.norm.weight".into(), &[d])?,
+            lm_head,
+            inv: inv_freq(cfg.rope_theta, hd),
+            cfg: cfg.clone(),
+        })
+    }
+
+    /// Parameters read per decoded token (all decoder weights; the lm_head counts once).
+    pub fn decode_params(&self) -> usize {
+        let c = &self.cfg;
+        let (d, hd) = (c.hidden_size, c.head_dim());
+        let (qd, kd, m) = (c.num_heads * hd, c.num_kv_heads * hd, c.intermediate_size);
+        let per_layer = 2 * d + (qd + 2 * kd) * (d + 1) + d * qd + 3 * m * d;
+        c.num_layers * per_layer + d + c.vocab_size * d
+    }
+
+    /// A cache for up to `capacity` tokens.
+    pub fn new_cache(&self, be: &B, capacity: usize) -> BResult<KvCache<B>> {
+        let kd = self.cfg.num_kv_heads * self.cfg.head_dim();
+        let mut k = Vec::with_capacity(self.cfg.num_layers);
+        let mut v = Vec::with_capacity(self.cfg.num_layers);
+        for _ in 0..self.cfg.num_layers {
+            k.push(be.zeros(capacity * kd)?);
+            v.push(be.zeros(capacity * kd)?);
+        }
+        Ok(KvCache {
+            k,
+            v,
+            len: 0,
+            capacity,
+        })
+    }
+
+    /// Embedding rows for token ids.
+    pub fn embed(&self, be: &B, ids: &[u32]) -> BResult<B::Buf> {
+        be.gather_rows(&self.embed, self.cfg.hidden_size, ids)
+    }
+
+    /// M-RoPE tables `[rows, hd]`: the half-width frequencies take their first `s0` entries from
+    /// the temporal positions, the next `s1` from rows, the last `s2` from columns.
+    fn mrope_tables(&self, chunks: &[SeqChunk<'_, B>]) -> (Vec<f32>, Vec<f32>) {
+        let half = self.cfg.head_dim() / 2;
+        let [s0, s1, _] = self.cfg.mrope_section;
+        let mut freqs = Vec::new();
+        for c in chunks {
+            for r in 0..c.positions[0].len() {
+                for (i, f) in self.inv.iter().enumerate() {
+                    let axis = if i < s0 {
+                        0
+                    } else if i < s0 + s1 {
+                        1
+                    } else {
+                        2
+                    };
+                    freqs.push(c.positions[axis][r] as f32 * f);
+                }
+            }
+        }
+        rope_tables(&freqs, half)
+    }
+
+    /// Run new rows `x` (`[Σ n_i, hidden]`, sequences in `chunks` order) through the decoder,
+    /// appending to each cache. Returns logits `[rows, vocab]` for each sequence's last row (or
+    /// all its rows when `all_logits`), in order.
+    pub fn forward(&self, be: &B, x: B::Buf, chunks: &mut [SeqChunk<'_, B>]) -> BResult<Vec<f32>> {
+        let c = &self.cfg;
+        let (d, hd) = (c.hidden_size, c.head_dim());
+        let (qd, kd) = (c.num_heads * hd, c.num_kv_heads * hd);
+        let eps = c.rms_norm_eps as f32;
+        let lens: Vec<usize> = chunks.iter().map(|s| s.positions[0].len()).collect();
+        let rows: usize = lens.iter().sum();
+        for (s, &n) in chunks.iter().zip(&lens) {
+            if s.positions.iter().any(|p| p.len() != n) {
+                return Err(LocalError::Internal(
+                    "M-RoPE position axes differ in length".into(),
+                ));
+            }
+            if s.cache.len + n > s.cache.capacity {
+                return Err(LocalError::Internal(format!(
+                    "KV cache full: {} + {n} tokens exceed its capacity {}",
+                    s.cache.len, s.cache.capacity
+                )));
+            }
+        }
+        let (cos, sin) = self.mrope_tables(chunks);
+        let (cos, sin) = (be.upload(&cos)?, be.upload(&sin)?);
+        let shape = AttnShape {
+            heads: c.num_heads,
+            kv_heads: c.num_kv_heads,
+            hd,
+        };
+        let mut x = x;
+        for (li, l) in self.layers.iter().enumerate() {
+            let y = be.rms_norm(&x, rows, d, &l.input_norm, eps)?;
+            let mut q = be.linear(&y, rows, d, &l.q.0, qd, Some(&l.q.1))?;
+            let mut k = be.linear(&y, rows, d, &l.k.0, kd, Some(&l.k.1))?;
+            let v = be.linear(&y, rows, d, &l.v.0, kd, Some(&l.v.1))?;
+            be.rope(&mut q, rows, c.num_heads, hd, &cos, &sin)?;
+            be.rope(&mut k, rows, c.num_kv_heads, hd, &cos, &sin)?;
+            let mut o = be.zeros(rows * qd)?;
+            let mut r0 = 0;
+            for (s, &n) in chunks.iter_mut().zip(&lens) {
+                let past = s.cache.len;
+                be.copy_rows(&mut s.cache.k[li], past, &k, r0, n, kd)?;
+                be.copy_rows(&mut s.cache.v[li], past, &v, r0, n, kd)?;
+                be.attention(
+                    &q,
+                    r0,
+                    n,
+                    &s.cache.k[li],
+                    &s.cache.v[li],
+                    past + n,
+                    shape,
+                    true,
+                    &mut o,
+                )?;
+                r0 += n;
+            }
+            let o = be.linear(&o, rows, qd, &l.o, d, None)?;
+            be.add_assign(&mut x, &o)?;
+            let y = be.rms_norm(&x, rows, d, &l.post_norm, eps)?;
+            let g = be.linear(&y, rows, d, &l.gate, c.intermediate_size, None)?;
+            let u = be.linear(&y, rows, d, &l.up, c.intermediate_size, None)?;
+            let h = be.silu_mul(&g, &u)?;
+            let h = be.linear(&h, rows, c.intermediate_size, &l.down, d, None)?;
+            be.add_assign(&mut x, &h)?;
+        }
+        for (s, &n) in chunks.iter_mut().zip(&lens) {
+            s.cache.len += n;
+        }
+        // Final norm and lm_head only on the rows whose logits are wanted.
+        let mut want = Vec::new();
+        let mut r0 = 0;
+        for (s, &n) in chunks.iter().zip(&lens) {
+            if s.all_logits {
+                want.extend(r0..r0 + n);
+            } else if n > 0 {
+                want.push(r0 + n - 1);
+            }
+            r0 += n;
+        }
+        let mut sel = be.zeros(want.len() * d)?;
+        for (i, &r) in want.iter().enumerate() {
+            be.copy_rows(&mut sel, i, &x, r, 1, d)?;
+        }
+        let h = be.rms_norm(&sel, want.len(), d, &self.norm, eps)?;
+        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
+        let logits = be.linear(&h, want.len(), d, head, c.vocab_size, None)?;
+        be.download(&logits)
+    }
+}

@@ -56,6 +56,8 @@ pub enum Command {
     /// Crafter's texture files.
     #[command(subcommand)]
     Assets(AssetsCommand),
+    /// Serve Crafter episodes over an HTTP JSON API for RL trainers (docs/RL.md).
+    ServeEnv(crate::serve::ServeArgs),
 }
 
 /// `vlm-eval env …`
@@ -72,6 +74,8 @@ pub enum BenchCommand {
     Env(BenchEnvArgs),
     /// Harness overhead: concurrent episodes against a local server with a fixed latency.
     Harness(BenchHarnessArgs),
+    /// Env server throughput: steps/s over HTTP with many sessions, and reset latency.
+    Serve(crate::serve::bench::BenchServeArgs),
 }
 
 /// `vlm-eval assets …`
@@ -255,7 +259,7 @@ pub fn parse_action(s: &str) -> Result<Action, CliError> {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 5] = ["run", "env", "bench", "assets", "help"];
+pub const SUBCOMMANDS: [&str; 6] = ["run", "env", "bench", "assets", "serve-env", "help"];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
 pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
@@ -274,6 +278,8 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),
+        Command::Bench(BenchCommand::Serve(a)) => crate::serve::bench::cmd_bench_serve(a),
+        Command::ServeEnv(a) => crate::serve::cmd_serve_env(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => {
             let dir = textures::fetch_official(dest.as_deref()).map_err(|e| CliError {
                 code: 1,

@@ -10,3 +10,4 @@ pub mod formats;
 pub mod model;
 pub mod report;
 pub mod runcmd;
+pub mod serve;

@@ -72,6 +72,8 @@ pub enum Command {
     /// Write one self-contained HTML page for a run: summary cards, charts, per-episode GIF
     /// and turn table (`vlm-eval report results/<run>`).
     Report(crate::report::html_cmd::ReportArgs),
+    /// Serve Crafter episodes over an HTTP JSON API for RL trainers (docs/RL.md).
+    ServeEnv(crate::serve::ServeArgs),
 }
 
 /// `vlm-eval env …`
@@ -88,6 +90,8 @@ pub enum BenchCommand {
     Env(BenchEnvArgs),
     /// Harness overhead: concurrent episodes against a local server with a fixed latency.
     Harness(BenchHarnessArgs),
+    /// Env server throughput: steps/s over HTTP with many sessions, and reset latency.
+    Serve(crate::serve::bench::BenchServeArgs),
 }
 
 /// `vlm-eval assets …`
@@ -271,7 +275,7 @@ pub fn parse_action(s: &str) -> Result<Action, CliError> {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 12] = [
+pub const SUBCOMMANDS: [&str; 13] = [
     "run",
     "env",
     "bench",
@@ -284,6 +288,7 @@ pub const SUBCOMMANDS: [&str; 12] = [
     "check",
     "baseline",
     "report",
+    "serve-env",
 ];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
@@ -310,6 +315,8 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),
         Command::Report(a) => crate::report::html_cmd::cmd_report(a),
+        Command::Bench(BenchCommand::Serve(a)) => crate::serve::bench::cmd_bench_serve(a),
+        Command::ServeEnv(a) => crate::serve::cmd_serve_env(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => {
             let dir = textures::fetch_official(dest.as_deref()).map_err(|e| CliError {
                 code: 1,

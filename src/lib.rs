@@ -12,3 +12,4 @@ pub mod formats;
 pub mod model;
 pub mod report;
 pub mod runcmd;
+pub mod serve;

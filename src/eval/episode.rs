@@ -46,6 +46,10 @@ pub struct EpisodeConfig {
     pub api_seed: bool,
 }
 
+/// The note prepended to the next observation after a reply with no usable action.
+pub const INVALID_NOTE: &str =
+    "Note: your last reply contained no valid action, so `noop` was played.";
+
 /// Encode an RGB frame (H × W × 3) as PNG.
 pub fn encode_png(frame: &[u8], size: usize) -> Vec<u8> {
     use image::codecs::png::{CompressionType, FilterType, PngEncoder};
@@ -160,9 +164,7 @@ pub async fn run_episode(
         } else {
             parsed.actions.clone()
         };
-        note = was_invalid.then(|| {
-            "Note: your last reply contained no valid action, so `noop` was played.".to_string()
-        });
+        note = was_invalid.then(|| INVALID_NOTE.to_string());
         let mut executed = Vec::new();
         let mut done = false;
         for action in &actions {

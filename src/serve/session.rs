@@ -1,0 +1,321 @@
+//! One served episode: an [`Env`] plus the evaluator's observation and parsing options, stepped
+//! exactly as `eval::episode` steps it (parse → cap → noop when nothing usable → step each
+//! action, stopping on done). No game logic lives here.
+
+use base64::Engine as _;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::agent::observe::{observe, ObsFormat};
+use crate::agent::parse::{parse_reply, Parsed, Protocol};
+use crate::crafter::rules::item;
+use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES, ITEM_NAMES};
+use crate::eval::episode::{encode_png, INVALID_NOTE};
+use crate::model::ChatReply;
+
+/// Options fixed when a session is created.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionOptions {
+    /// Env seed (episode 1 of this seed, as in the evaluator).
+    pub seed: i64,
+    /// Frame size in pixels (square).
+    pub image_size: usize,
+    /// Text observation format.
+    pub obs_format: ObsFormat,
+    /// Episode length in env steps (0: unlimited).
+    pub length: u32,
+    /// How `text` inputs are parsed.
+    pub protocol: Protocol,
+    /// Actions taken from one `text` input at most (1 under the text protocol).
+    pub max_actions: usize,
+}
+
+/// Which frames a response carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Frames {
+    /// The frame after the last executed step (`frame_png_b64`).
+    #[default]
+    Last,
+    /// Also one frame per executed step (`frames_png_b64`).
+    All,
+    /// No frame.
+    None,
+}
+
+/// What to play in one step request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// A model's raw output, parsed as the evaluator parses it.
+    Text(String),
+    /// Actions given directly.
+    Actions(Vec<Action>),
+}
+
+/// Why a step was refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum StepError {
+    /// The episode already ended.
+    #[error("the episode is over ({0} at step {1}); DELETE this session and create a new one")]
+    Over(&'static str, u32),
+}
+
+/// Player vitals (0..=9 each).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Vitals {
+    /// Health.
+    pub health: i32,
+    /// Food.
+    pub food: i32,
+    /// Drink.
+    pub drink: i32,
+    /// Energy.
+    pub energy: i32,
+}
+
+/// The session's state as sent after a reset or a step.
+#[derive(Clone, Debug, Serialize)]
+pub struct StateView {
+    /// Env steps taken this episode.
+    pub step: u32,
+    /// Health, food, drink, energy.
+    pub vitals: Vitals,
+    /// Items other than the vitals, in crafter's order.
+    pub inventory: Map<String, Value>,
+    /// Achievements unlocked so far this episode (each once), in crafter's order.
+    pub achievements: Vec<&'static str>,
+    /// Number of unlocked achievements.
+    pub score: usize,
+    /// `score / 22`.
+    pub progression: f64,
+    /// Episode over.
+    pub done: bool,
+    /// `"death"`, `"length"`, or null while running.
+    pub termination: Option<&'static str>,
+    /// Text observation in the session's format (what the evaluator sends the model).
+    pub observation: String,
+    /// Base64 PNG of the current frame (absent with `frames: "none"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_png_b64: Option<String>,
+}
+
+/// What one step request did.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepReport {
+    /// Actions executed, in order (fewer than given when the episode ended early).
+    pub actions: Vec<&'static str>,
+    /// Reward of each executed env step.
+    pub rewards: Vec<f64>,
+    /// Sum of `rewards`.
+    pub reward: f64,
+    /// Achievements unlocked for the first time by this request.
+    pub unlocked: Vec<&'static str>,
+    /// The text had no usable action, so one `noop` was played (as in the evaluator).
+    pub invalid: bool,
+    /// The note the evaluator would prepend to the next observation (set when `invalid`).
+    pub note: Option<&'static str>,
+    /// The parser's result for `text` inputs (actions, source, unknown, truncated, reasoning).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<Parsed>,
+    /// The state after the step.
+    #[serde(flatten)]
+    pub state: StateView,
+    /// One base64 PNG per executed step (only with `frames: "all"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames_png_b64: Option<Vec<String>>,
+}
+
+/// One episode being served.
+pub struct Session {
+    env: Env,
+    opts: SessionOptions,
+    termination: Option<&'static str>,
+}
+
+fn b64(png: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(png)
+}
+
+impl Session {
+    /// Build and reset an env for `opts` (episode 1 of the seed, as the evaluator plays it).
+    pub fn new(opts: SessionOptions, textures: &TextureSet) -> Result<Session, String> {
+        let cfg = EnvConfig {
+            seed: opts.seed,
+            size: [opts.image_size, opts.image_size],
+            length: Some(opts.length),
+            ..EnvConfig::default()
+        };
+        let mut env = Env::new(cfg, textures).map_err(|e| e.to_string())?;
+        env.reset();
+        Ok(Session {
+            env,
+            opts,
+            termination: None,
+        })
+    }
+
+    /// The options it was created with.
+    pub fn options(&self) -> &SessionOptions {
+        &self.opts
+    }
+
+    /// This episode's world seed.
+    pub fn world_seed(&self) -> u32 {
+        self.env.world_seed()
+    }
+
+    /// The env (read-only).
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// The current state, with the current frame unless `frames` is `None`.
+    pub fn state(&self, frames: Frames) -> StateView {
+        let p = &self.env.world().player;
+        let inv = &p.inventory;
+        let achievements: Vec<&'static str> = ACHIEVEMENT_NAMES
+            .iter()
+            .zip(self.env.unlocked())
+            .filter(|(_, &u)| u)
+            .map(|(n, _)| *n)
+            .collect();
+        let score = achievements.len();
+        StateView {
+            step: self.env.step_count(),
+            vitals: Vitals {
+                health: inv[item::HEALTH],
+                food: inv[item::FOOD],
+                drink: inv[item::DRINK],
+                energy: inv[item::ENERGY],
+            },
+            inventory: ITEM_NAMES
+                .iter()
+                .zip(inv.iter())
+                .skip(4)
+                .map(|(k, v)| (k.to_string(), Value::from(*v)))
+                .collect(),
+            achievements,
+            score,
+            progression: score as f64 / ACHIEVEMENT_NAMES.len() as f64,
+            done: self.termination.is_some(),
+            termination: self.termination,
+            observation: observe(&self.env, self.opts.obs_format),
+            frame_png_b64: (frames != Frames::None)
+                .then(|| b64(&encode_png(self.env.frame(), self.opts.image_size))),
+        }
+    }
+
+    /// Play one input: parse text as the evaluator does (noop when nothing usable), then step
+    /// each action, stopping at done.
+    pub fn step(&mut self, input: Input, frames: Frames) -> Result<StepReport, StepError> {
+        if let Some(t) = self.termination {
+            return Err(StepError::Over(t, self.env.step_count()));
+        }
+        let (actions, parsed, invalid) = match input {
+            Input::Actions(a) => (a, None, false),
+            Input::Text(text) => {
+                let reply = ChatReply {
+                    text: Some(text),
+                    ..ChatReply::default()
+                };
+                let parsed = parse_reply(&reply, self.opts.protocol, self.opts.max_actions);
+                let invalid = parsed.actions.is_empty();
+                let actions = if invalid {
+                    vec![Action::Noop]
+                } else {
+                    parsed.actions.clone()
+                };
+                (actions, Some(parsed), invalid)
+            }
+        };
+        let mut executed = Vec::with_capacity(actions.len());
+        let mut rewards = Vec::with_capacity(actions.len());
+        let mut unlocked = Vec::new();
+        let mut all_frames = (frames == Frames::All).then(Vec::new);
+        for action in actions {
+            let out = self.env.step(action);
+            executed.push(action.name());
+            rewards.push(out.reward);
+            unlocked.extend(out.unlocked.iter().map(|&i| ACHIEVEMENT_NAMES[i]));
+            if let Some(f) = all_frames.as_mut() {
+                f.push(b64(&encode_png(self.env.frame(), self.opts.image_size)));
+            }
+            if out.done {
+                self.termination = Some(if out.dead { "death" } else { "length" });
+                break;
+            }
+        }
+        Ok(StepReport {
+            actions: executed,
+            reward: rewards.iter().sum(),
+            rewards,
+            unlocked,
+            invalid,
+            note: invalid.then_some(INVALID_NOTE),
+            parsed,
+            state: self.state(frames),
+            frames_png_b64: all_frames,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(protocol: Protocol, length: u32) -> SessionOptions {
+        SessionOptions {
+            seed: 3,
+            image_size: 64,
+            obs_format: ObsFormat::State,
+            length,
+            protocol,
+            max_actions: 8,
+        }
+    }
+
+    #[test]
+    fn text_is_parsed_like_the_evaluator_and_invalid_plays_noop() {
+        let tex = TextureSet::builtin();
+        let mut s = Session::new(opts(Protocol::Tool, 100), &tex).unwrap();
+        let r = s
+            .step(
+                Input::Text("ACTION: move_left\nACTION: do".into()),
+                Frames::None,
+            )
+            .unwrap();
+        assert_eq!(r.actions, ["move_left", "do"]);
+        assert!(!r.invalid && r.note.is_none());
+        let r = s
+            .step(Input::Text("I am thinking.".into()), Frames::None)
+            .unwrap();
+        assert_eq!(r.actions, ["noop"]);
+        assert!(r.invalid);
+        assert_eq!(r.note, Some(INVALID_NOTE));
+        assert_eq!(r.state.step, 3);
+        // The text protocol takes one action per reply.
+        let mut t = Session::new(opts(Protocol::Text, 100), &tex).unwrap();
+        let r = t
+            .step(Input::Text("ACTION: move_left, do".into()), Frames::None)
+            .unwrap();
+        assert_eq!(r.actions.len(), 1);
+    }
+
+    #[test]
+    fn length_ends_the_episode_mid_list_and_refuses_more() {
+        let tex = TextureSet::builtin();
+        let mut s = Session::new(opts(Protocol::Tool, 3), &tex).unwrap();
+        let r = s
+            .step(Input::Actions(vec![Action::Noop; 5]), Frames::All)
+            .unwrap();
+        assert_eq!(r.actions.len(), 3);
+        assert_eq!(r.frames_png_b64.as_ref().map(Vec::len), Some(3));
+        assert!(r.state.done);
+        assert_eq!(r.state.termination, Some("length"));
+        assert_eq!(
+            s.step(Input::Actions(vec![Action::Noop]), Frames::Last)
+                .unwrap_err(),
+            StepError::Over("length", 3)
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Limits, bad requests, idle expiry and the Python agent.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use vlm_eval::serve::ServeConfig;
+
+use crate::{server, Http};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_and_bad_requests_get_json_errors() {
+    let cfg = ServeConfig {
+        max_sessions: 3,
+        max_body_bytes: 4096,
+        token: Some("s3cret-token".into()),
+        ..ServeConfig::default()
+    };
+    let s = server(cfg).await;
+    let mut http = Http::new(&s);
+    let err = |v: &Value| {
+        v["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error message: {v}"))
+            .to_string()
+    };
+
+    // Token: /healthz is open, everything else needs it.
+    let (st, v) = http.send("GET", "/healthz", None).await;
+    assert_eq!((st, v["status"].as_str()), (200, Some("ok")));
+    let (st, v) = http.post("/v1/sessions", &json!({"seed": 1})).await;
+    assert_eq!(st, 401);
+    assert!(err(&v).contains("missing bearer token"));
+    http.token = Some("s3cret-tokem".into());
+    let (st, v) = http.send("GET", "/metrics", None).await;
+    assert_eq!(st, 401);
+    assert!(err(&v).contains("wrong bearer token"));
+    http.token = Some("s3cret-token".into());
+
+    // Bad create requests.
+    for (body, needle) in [
+        (json!({}), "missing `seed`"),
+        (json!({"seed": "seven"}), "`seed` must be an integer"),
+        (json!({"seed": 1.5}), "`seed` must be an integer"),
+        (
+            json!({"seed": 18446744073709551615u64}),
+            "`seed` must be an integer",
+        ),
+        (json!({"seed": 1, "image_size": 4}), "image_size"),
+        (
+            json!({"seed": 1, "obs_format": "pixels"}),
+            "`obs_format` must be one of",
+        ),
+        (
+            json!({"seed": 1, "protocol": "xml"}),
+            "`protocol` must be one of",
+        ),
+        (json!({"seed": 1, "max_actions": 0}), "max_actions"),
+        (json!({"seed": 1, "sead": 2}), "unknown field `sead`"),
+        (json!([1, 2]), "bad request field"),
+    ] {
+        let (st, v) = http.post("/v1/sessions", &body).await;
+        assert_eq!(st, 400, "{body}: {v}");
+        assert!(err(&v).contains(needle), "{body}: {v}");
+    }
+    let (st, v) = http
+        .send("POST", "/v1/sessions", Some(b"{\"seed\": 1".to_vec()))
+        .await;
+    assert_eq!(st, 400);
+    assert!(err(&v).contains("not valid JSON"));
+    let (st, v) = http.send("POST", "/v1/sessions", None).await;
+    assert_eq!(st, 400);
+    assert!(err(&v).contains("empty"));
+
+    // Sessions up to the limit, then 503.
+    let (a, _) = http.create(json!({"seed": 1, "length": 2})).await;
+    http.create(json!({"seed": 2})).await;
+    http.create(json!({"seed": 3})).await;
+    let (st, v) = http.post("/v1/sessions", &json!({"seed": 4})).await;
+    assert_eq!(st, 503);
+    assert!(err(&v).contains("maximum of 3 sessions"));
+
+    // Bad step requests.
+    let step = format!("/v1/sessions/{a}/step");
+    for (body, needle) in [
+        (json!({"actions": ["jump"]}), "unknown action \"jump\""),
+        (json!({"actions": [99]}), "unknown action 99"),
+        (json!({"actions": []}), "empty"),
+        (json!({"text": "do", "actions": ["do"]}), "not both"),
+        (json!({}), "missing `text` or `actions`"),
+        (json!({"text": 5}), "bad request field"),
+        (
+            json!({"text": "do", "frames": "many"}),
+            "`frames` must be one of",
+        ),
+    ] {
+        let (st, v) = http.post(&step, &body).await;
+        assert_eq!(st, 400, "{body}: {v}");
+        assert!(err(&v).contains(needle), "{body}: {v}");
+    }
+    let big = json!({"text": "x".repeat(5000)});
+    let (st, v) = http.post(&step, &big).await;
+    assert_eq!(st, 413);
+    assert!(err(&v).contains("4096 bytes"));
+    let (st, v) = http
+        .post("/v1/sessions/no-such-id/step", &json!({"actions": ["do"]}))
+        .await;
+    assert_eq!(st, 404);
+    assert!(err(&v).contains("unknown session"));
+
+    // The episode ends at its length; stepping on is a conflict.
+    let v = http
+        .ok(&step, &json!({"actions": ["noop", "noop", "noop"]}))
+        .await;
+    assert_eq!(
+        (v["done"].as_bool(), v["termination"].as_str()),
+        (Some(true), Some("length"))
+    );
+    assert_eq!(v["actions"].as_array().unwrap().len(), 2);
+    let (st, v) = http.post(&step, &json!({"actions": ["noop"]})).await;
+    assert_eq!(st, 409);
+    assert!(err(&v).contains("episode is over"));
+
+    // Unknown routes and methods.
+    let (st, _) = http.send("GET", "/v2/things", None).await;
+    assert_eq!(st, 404);
+    let (st, _) = http.send("PUT", "/v1/sessions", None).await;
+    assert_eq!(st, 405);
+
+    // Closing frees a slot; closing twice is 404.
+    let (st, v) = http
+        .send("DELETE", &format!("/v1/sessions/{a}"), None)
+        .await;
+    assert_eq!((st, v["closed"].as_bool()), (200, Some(true)));
+    let (st, _) = http
+        .send("DELETE", &format!("/v1/sessions/{a}"), None)
+        .await;
+    assert_eq!(st, 404);
+    http.create(json!({"seed": 4})).await;
+
+    let (_, m) = http.send("GET", "/metrics", None).await;
+    assert_eq!(m["sessions_open"], 3);
+    assert_eq!(m["resets"], 4);
+    assert_eq!(m["sessions_rejected_full"], 1);
+    assert_eq!(m["env_steps"], 2);
+    assert_eq!(m["server_errors"], 1, "only the 503 for a full server");
+    assert!(m["client_errors"].as_u64().unwrap() >= 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_expire() {
+    let cfg = ServeConfig {
+        idle_timeout: Duration::from_millis(150),
+        ..ServeConfig::default()
+    };
+    let s = server(cfg).await;
+    let http = Http::new(&s);
+    let (id, _) = http.create(json!({"seed": 9})).await;
+    assert_eq!(s.sessions_open(), 1);
+    // Poll instead of assuming how fast the reaper runs on a loaded machine.
+    for _ in 0..200 {
+        if s.sessions_open() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(s.sessions_open(), 0, "the idle session was never closed");
+    let (st, v) = http
+        .post(
+            &format!("/v1/sessions/{id}/step"),
+            &json!({"actions": ["noop"]}),
+        )
+        .await;
+    assert_eq!(st, 404, "{v}");
+    let (_, m) = http.send("GET", "/metrics", None).await;
+    assert_eq!(m["sessions_expired"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openrlhf_example_agent_runs_against_a_live_server() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv-crafter/bin/python");
+    if !python.exists() {
+        let why = format!("{} not found (the CI venv with Pillow)", python.display());
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set but {why}");
+        }
+        eprintln!("skipping the Python agent test: {why}");
+        return;
+    }
+    let s = server(ServeConfig::default()).await;
+    let out = tokio::process::Command::new(&python)
+        .arg(root.join("tests/python/test_crafter_agent.py"))
+        .env("CRAFTER_ENV_URL", s.base_url())
+        .output()
+        .await
+        .expect("run python");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "python agent test failed:\n{text}");
+    assert!(text.contains("all agent checks passed"), "{text}");
+    // The agent closes its sessions when episodes end.
+    assert_eq!(s.sessions_open(), 0, "{text}");
+}

@@ -12,4 +12,5 @@ pub mod formats;
 pub mod model;
 pub mod report;
 pub mod runcmd;
+pub mod runmodel;
 pub mod serve;

@@ -1,0 +1,94 @@
+//! Choosing and configuring the model of a run: built-in prices, the OpenAI-compatible
+//! client's options, and the local model loader.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::CliError;
+use crate::model::openai::OpenAiConfig;
+use crate::runcmd::RunArgs;
+
+/// Built-in prices (USD per 1M input, output tokens) for common models.
+pub fn builtin_price(model: &str) -> Option<(f64, f64)> {
+    let m = model.rsplit('/').next().unwrap_or(model);
+    let table: [(&str, f64, f64); 10] = [
+        ("gpt-4o-mini", 0.15, 0.60),
+        ("gpt-4o", 2.50, 10.00),
+        ("gpt-4.1-nano", 0.10, 0.40),
+        ("gpt-4.1-mini", 0.40, 1.60),
+        ("gpt-4.1", 2.00, 8.00),
+        ("gpt-5-nano", 0.05, 0.40),
+        ("gpt-5-mini", 0.25, 2.00),
+        ("gpt-5", 1.25, 10.00),
+        ("o4-mini", 1.10, 4.40),
+        ("o3", 2.00, 8.00),
+    ];
+    table
+        .iter()
+        .find(|(name, _, _)| m == *name || m.starts_with(&format!("{name}-20")))
+        .map(|&(_, i, o)| (i, o))
+}
+
+pub(crate) fn is_local(url: &str) -> bool {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    ["localhost", "127.", "[::1]", "0.0.0.0"]
+        .iter()
+        .any(|p| rest.starts_with(p))
+}
+
+/// Load `--model local:DIR` with `--device` / `--dtype`; one model serves all episodes.
+pub(crate) fn load_local(
+    name: String,
+    dir: &Path,
+    a: &RunArgs,
+    concurrency: usize,
+) -> Result<crate::model::local::chat::LocalModel, CliError> {
+    use crate::model::local::chat::{Device, LocalModel, LocalOptions};
+    let opts = LocalOptions {
+        dir: dir.to_path_buf(),
+        device: a.device.unwrap_or(Device::Cpu),
+        dtype: a.dtype,
+        max_batch: concurrency.max(1),
+    };
+    tracing::info!("loading local model from {}", dir.display());
+    LocalModel::load(name, &opts).map_err(|e| {
+        CliError::usage(format!(
+            "--model local:{}: {e} (fix the checkpoint folder or choose another model)",
+            dir.display()
+        ))
+    })
+}
+
+/// Provider options that shape requests.
+pub(crate) struct Quirks {
+    pub(crate) max_retries: u32,
+    pub(crate) use_max_completion_tokens: bool,
+    pub(crate) send_tool_choice: bool,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) image_detail: Option<String>,
+    pub(crate) adaptive: Option<Arc<crate::model::limit::AdaptiveLimit>>,
+    pub(crate) max_retry_wait: Duration,
+    pub(crate) turn_deadline: Option<Duration>,
+}
+
+pub(crate) fn openai_config(
+    base_url: String,
+    api_key: Option<String>,
+    model: String,
+    timeout: Duration,
+    q: &Quirks,
+) -> OpenAiConfig {
+    let mut cfg = OpenAiConfig::new(base_url, model);
+    cfg.api_key = api_key;
+    cfg.request_timeout = timeout;
+    cfg.max_retries = q.max_retries;
+    cfg.use_max_completion_tokens = q.use_max_completion_tokens;
+    cfg.send_tool_choice = q.send_tool_choice;
+    cfg.extra_headers = q.headers.clone();
+    cfg.image_detail = q.image_detail.clone();
+    cfg.adaptive = q.adaptive.clone();
+    cfg.max_retry_wait = q.max_retry_wait;
+    cfg.turn_deadline = q.turn_deadline;
+    cfg
+}

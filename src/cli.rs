@@ -57,7 +57,7 @@ pub enum Command {
     #[command(subcommand)]
     Assets(AssetsCommand),
     /// Write runs' turns as OpenAI fine-tuning chat rows (JSONL), images as data URLs.
-    ExportSft(crate::report::sft_cmd::ExportSftArgs),
+    ExportSft(crate::sftcmd::ExportSftArgs),
     /// Play a fixed action cycle without a model; save the frames and an image-message preview.
     Frames(crate::eval::frames::FramesArgs),
     /// Join shard run folders (`run --shard i/n`) into one run folder with a fresh summary.
@@ -71,7 +71,7 @@ pub enum Command {
     Baseline(crate::checkcmd::BaselineCommand),
     /// Write one self-contained HTML page for a run: summary cards, charts, per-episode GIF
     /// and turn table (`vlm-eval report results/<run>`).
-    Report(crate::report::html_cmd::ReportArgs),
+    Report(crate::reportcmd::ReportArgs),
     /// Serve Crafter episodes over an HTTP JSON API for RL trainers (docs/RL.md).
     ServeEnv(crate::serve::ServeArgs),
 }
@@ -305,7 +305,7 @@ pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::
 pub fn run(cli: Cli) -> Result<i32, CliError> {
     match cli.command {
         Command::Run(a) => crate::runcmd::cmd_run(*a),
-        Command::ExportSft(a) => crate::report::sft_cmd::cmd_export_sft(a),
+        Command::ExportSft(a) => crate::sftcmd::cmd_export_sft(a),
         Command::Frames(a) => crate::eval::frames::cmd_frames(a),
         Command::Merge(a) => crate::eval::merge::cmd_merge(a),
         Command::Compare(a) => crate::comparecmd::cmd_compare(a),
@@ -314,7 +314,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Env(EnvCommand::Trace(a)) => cmd_trace(a).map(|_| 0),
         Command::Bench(BenchCommand::Env(a)) => cmd_bench_env(a).map(|_| 0),
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),
-        Command::Report(a) => crate::report::html_cmd::cmd_report(a),
+        Command::Report(a) => crate::reportcmd::cmd_report(a),
         Command::Bench(BenchCommand::Serve(a)) => crate::serve::bench::cmd_bench_serve(a),
         Command::ServeEnv(a) => crate::serve::cmd_serve_env(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => {

@@ -11,6 +11,8 @@ pub mod eval;
 pub mod formats;
 pub mod model;
 pub mod report;
+pub mod reportcmd;
 pub mod runcmd;
 pub mod runmodel;
 pub mod serve;
+pub mod sftcmd;

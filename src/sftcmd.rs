@@ -9,9 +9,11 @@ use clap::Args;
 
 use crate::cli::CliError;
 
-use super::run::open_run;
-use super::sft::{check_achievements, export_run, parse_min_progression, SftFilter, SftStats};
-use super::summary::ReadError;
+use crate::report::run::open_run;
+use crate::report::sft::{
+    check_achievements, export_run, parse_min_progression, SftFilter, SftStats,
+};
+use crate::report::summary::ReadError;
 
 /// `vlm-eval export-sft` flags.
 #[derive(Args, Debug)]

@@ -6,8 +6,8 @@ use clap::Args;
 
 use crate::cli::CliError;
 
-use super::html::{build_report, ReportOptions};
-use super::run::open_run;
+use crate::report::html::{build_report, ReportOptions};
+use crate::report::run::open_run;
 
 /// `vlm-eval report` flags.
 #[derive(Args, Debug)]

@@ -10,8 +10,8 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use super::backend::cpu::Cpu;
 use super::backend::Backend;
+use super::device::{with_backend, WithBackend};
 use super::engine::{Engine, GenParams, Generation, Sequence};
 use super::preprocess::preprocess_image;
 use super::sampling::SamplingParams;
@@ -22,25 +22,7 @@ use crate::model::{
     Usage,
 };
 
-/// Where the model runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Device {
-    /// The f32 CPU reference backend.
-    Cpu,
-    /// An NVIDIA GPU (not available in this build).
-    Cuda,
-}
-
-/// Weight precision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DType {
-    /// bfloat16 weights (GPU).
-    Bf16,
-    /// float32 weights.
-    F32,
-}
+pub use super::device::{DType, Device};
 
 /// How to load a local model.
 #[derive(Clone, Debug)]
@@ -73,18 +55,22 @@ pub struct LocalModel {
 impl LocalModel {
     /// Load the checkpoint and start the worker.
     pub fn load(name: String, opts: &LocalOptions) -> Result<LocalModel, LocalError> {
-        match (opts.device, opts.dtype) {
-            (Device::Cpu, Some(DType::Bf16)) => Err(LocalError::Device(
-                "--dtype bf16 needs --device cuda; the CPU backend computes in f32 (use --dtype f32)".into(),
-            )),
-            (Device::Cuda, _) => Err(LocalError::Device(
-                "--device cuda: this build has no CUDA backend (not implemented yet); use --device cpu".into(),
-            )),
-            (Device::Cpu, _) => {
-                let engine = Engine::load(&opts.dir, Cpu)?;
-                Ok(LocalModel::serve(name, engine, opts.max_batch.max(1)))
+        struct Load<'a> {
+            name: String,
+            opts: &'a LocalOptions,
+        }
+        impl WithBackend for Load<'_> {
+            type Output = LocalModel;
+            fn run<B: Backend>(self, be: B) -> Result<LocalModel, LocalError> {
+                let engine = Engine::load(&self.opts.dir, be)?;
+                Ok(LocalModel::serve(
+                    self.name,
+                    engine,
+                    self.opts.max_batch.max(1),
+                ))
             }
         }
+        with_backend(opts.device, opts.dtype, Load { name, opts })
     }
 
     /// Serve an already loaded engine.

@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod chat;
 pub mod config;
+pub mod device;
 pub mod engine;
 pub mod model;
 pub mod preprocess;

@@ -1,0 +1,86 @@
+//! Device and precision choice, and the one place that turns them into a backend.
+//!
+//! Code that works on any backend implements [`WithBackend`]; [`with_backend`] builds the
+//! requested backend (CPU f32 reference, or CUDA when the binary has the `cuda` feature and the
+//! machine has the libraries) and calls it.
+
+use super::backend::cpu::Cpu;
+use super::backend::Backend;
+use super::LocalError;
+
+/// Where the model runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    /// The f32 CPU reference backend.
+    Cpu,
+    /// An NVIDIA GPU (binaries built with `--features cuda`).
+    Cuda,
+}
+
+/// Weight precision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// bfloat16 weights (GPU).
+    Bf16,
+    /// float32 weights.
+    F32,
+}
+
+impl DType {
+    /// Lower-case name, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bf16 => "bf16",
+            DType::F32 => "f32",
+        }
+    }
+}
+
+/// Work that runs on whichever backend the user chose.
+pub trait WithBackend {
+    /// What the work returns.
+    type Output;
+    /// Run on a freshly built backend.
+    fn run<B: Backend>(self, be: B) -> Result<Self::Output, LocalError>;
+}
+
+/// The precision a device uses when none is asked for: f32 on CPU, bf16 on CUDA.
+pub fn default_dtype(device: Device) -> DType {
+    match device {
+        Device::Cpu => DType::F32,
+        Device::Cuda => DType::Bf16,
+    }
+}
+
+/// Build the backend for `device`/`dtype` (CUDA device 0) and run `work` on it.
+pub fn with_backend<W: WithBackend>(
+    device: Device,
+    dtype: Option<DType>,
+    work: W,
+) -> Result<W::Output, LocalError> {
+    let dtype = dtype.unwrap_or(default_dtype(device));
+    match device {
+        Device::Cpu if dtype == DType::Bf16 => Err(LocalError::Device(
+            "--dtype bf16 needs --device cuda; the CPU backend computes in f32 (use --dtype f32)"
+                .into(),
+        )),
+        Device::Cpu => work.run(Cpu),
+        Device::Cuda => run_cuda(dtype, work),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn run_cuda<W: WithBackend>(dtype: DType, work: W) -> Result<W::Output, LocalError> {
+    work.run(super::backend::cuda::Cuda::new(0, dtype)?)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_cuda<W: WithBackend>(_dtype: DType, _work: W) -> Result<W::Output, LocalError> {
+    Err(LocalError::Device(
+        "--device cuda: this binary was built without the `cuda` feature; rebuild with \
+         `cargo build --release --features cuda` or use --device cpu"
+            .into(),
+    ))
+}

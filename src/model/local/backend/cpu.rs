@@ -182,13 +182,14 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn silu_mul(&self, gate: &Vec<f32>, up: &Vec<f32>) -> BResult<Vec<f32>> {
-        check("silu_mul", up.len(), gate.len())?;
-        Ok(gate
-            .iter()
-            .zip(up)
-            .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
-            .collect())
+    fn silu_mul(&self, gu: &Vec<f32>, rows: usize, m: usize) -> BResult<Vec<f32>> {
+        check("silu_mul", gu.len(), rows * 2 * m)?;
+        let mut out = Vec::with_capacity(rows * m);
+        for row in gu.chunks_exact(2 * m).take(rows) {
+            let (gate, up) = row.split_at(m);
+            out.extend(gate.iter().zip(up).map(|(g, u)| g / (1.0 + (-g).exp()) * u));
+        }
+        Ok(out)
     }
 
     fn quick_gelu(&self, x: &mut Vec<f32>) -> BResult<()> {

@@ -4,6 +4,8 @@
 //! Every buffer is a row-major matrix whose shape the caller tracks; ops take the dimensions.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 use super::LocalError;
 
@@ -21,6 +23,11 @@ pub trait Backend: Send + Sync + 'static {
     fn weight_bytes_per_value(&self) -> usize;
     /// Take ownership of a weight matrix (converted to the backend's storage type).
     fn weight(&self, data: Vec<f32>) -> BResult<Self::Buf>;
+    /// Take ownership of a matrix used only as a `linear` weight or an embedding table; a
+    /// backend may store it at lower precision (bf16 on CUDA). Default: [`Backend::weight`].
+    fn matrix(&self, data: Vec<f32>) -> BResult<Self::Buf> {
+        self.weight(data)
+    }
     /// Upload activations.
     fn upload(&self, data: &[f32]) -> BResult<Self::Buf>;
     /// Copy a buffer back to the host as f32.
@@ -38,6 +45,22 @@ pub trait Backend: Send + Sync + 'static {
         n: usize,
         bias: Option<&Self::Buf>,
     ) -> BResult<Self::Buf>;
+    /// `acc[rows, n] += x[rows, k] · w[n, k]ᵀ (+ bias[n])`: a linear layer folded into a
+    /// residual add.
+    #[allow(clippy::too_many_arguments)]
+    fn linear_add(
+        &self,
+        x: &Self::Buf,
+        rows: usize,
+        k: usize,
+        w: &Self::Buf,
+        n: usize,
+        bias: Option<&Self::Buf>,
+        acc: &mut Self::Buf,
+    ) -> BResult<()> {
+        let y = self.linear(x, rows, k, w, n, bias)?;
+        self.add_assign(acc, &y)
+    }
     /// `x += y` elementwise.
     fn add_assign(&self, x: &mut Self::Buf, y: &Self::Buf) -> BResult<()>;
     /// RMSNorm over rows of width `dim`: `x · rsqrt(mean(x²) + eps) · w`.
@@ -69,8 +92,9 @@ pub trait Backend: Send + Sync + 'static {
         cos: &Self::Buf,
         sin: &Self::Buf,
     ) -> BResult<()>;
-    /// `silu(gate) · up`, elementwise.
-    fn silu_mul(&self, gate: &Self::Buf, up: &Self::Buf) -> BResult<Self::Buf>;
+    /// `silu(gu[:, ..m]) · gu[:, m..]` for `gu[rows, 2m]`: the gate and up projections come
+    /// from one matmul over their stacked weights.
+    fn silu_mul(&self, gu: &Self::Buf, rows: usize, m: usize) -> BResult<Self::Buf>;
     /// `x · σ(1.702 x)` in place.
     fn quick_gelu(&self, x: &mut Self::Buf) -> BResult<()>;
     /// Exact (erf) GELU in place.

@@ -8,15 +8,14 @@ use super::super::weights::Weights;
 use super::super::LocalError;
 use super::{inv_freq, rope_tables};
 
+/// One decoder layer. q/k/v are stacked into one `[qd + 2·kd, d]` matrix and gate/up into one
+/// `[2m, d]` matrix at load time, so each takes one matmul.
 struct Layer<B: Backend> {
     input_norm: B::Buf,
-    q: (B::Buf, B::Buf),
-    k: (B::Buf, B::Buf),
-    v: (B::Buf, B::Buf),
+    qkv: (B::Buf, B::Buf),
     o: B::Buf,
     post_norm: B::Buf,
-    gate: B::Buf,
-    up: B::Buf,
+    gate_up: B::Buf,
     down: B::Buf,
 }
 
@@ -59,36 +58,44 @@ impl<B: Backend> Text<B> {
             cfg.num_kv_heads * hd,
             cfg.intermediate_size,
         );
+        let f = |name: String, shape: &[usize]| w.f32(&name, shape);
         let t = |name: String, shape: &[usize]| -> Result<B::Buf, LocalError> {
-            be.weight(w.f32(&name, shape)?)
+            be.weight(f(name, shape)?)
         };
+        let mat = |name: String, shape: &[usize]| -> Result<B::Buf, LocalError> {
+            be.matrix(f(name, shape)?)
+        };
+        // Row-major matrices stack by concatenation.
+        let stack = |parts: Vec<Vec<f32>>| parts.concat();
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for i in 0..cfg.num_layers {
             let p = format!("model.layers.{i}");
             let a = format!("{p}.self_attn");
+            let qkv_w = stack(vec![
+                f(format!("{a}.q_proj.weight"), &[qd, d])?,
+                f(format!("{a}.k_proj.weight"), &[kd, d])?,
+                f(format!("{a}.v_proj.weight"), &[kd, d])?,
+            ]);
+            let qkv_b = stack(vec![
+                f(format!("{a}.q_proj.bias"), &[qd])?,
+                f(format!("{a}.k_proj.bias"), &[kd])?,
+                f(format!("{a}.v_proj.bias"), &[kd])?,
+            ]);
+            let gate_up = stack(vec![
+                f(format!("{p}.mlp.gate_proj.weight"), &[m, d])?,
+                f(format!("{p}.mlp.up_proj.weight"), &[m, d])?,
+            ]);
             layers.push(Layer {
                 input_norm: t(format!("{p}.input_layernorm.weight"), &[d])?,
-                q: (
-                    t(format!("{a}.q_proj.weight"), &[qd, d])?,
-                    t(format!("{a}.q_proj.bias"), &[qd])?,
-                ),
-                k: (
-                    t(format!("{a}.k_proj.weight"), &[kd, d])?,
-                    t(format!("{a}.k_proj.bias"), &[kd])?,
-                ),
-                v: (
-                    t(format!("{a}.v_proj.weight"), &[kd, d])?,
-                    t(format!("{a}.v_proj.bias"), &[kd])?,
-                ),
-                o: t(format!("{a}.o_proj.weight"), &[d, qd])?,
+                qkv: (be.matrix(qkv_w)?, be.weight(qkv_b)?),
+                o: mat(format!("{a}.o_proj.weight"), &[d, qd])?,
                 post_norm: t(format!("{p}.post_attention_layernorm.weight"), &[d])?,
-                gate: t(format!("{p}.mlp.gate_proj.weight"), &[m, d])?,
-                up: t(format!("{p}.mlp.up_proj.weight"), &[m, d])?,
-                down: t(format!("{p}.mlp.down_proj.weight"), &[d, m])?,
+                gate_up: be.matrix(gate_up)?,
+                down: mat(format!("{p}.mlp.down_proj.weight"), &[d, m])?,
             });
         }
         let lm_head = if w.has("lm_head.weight") && !cfg.tie_word_embeddings {
-            Some(t("lm_head.weight".into(), &[cfg.vocab_size, d])?)
+            Some(mat("lm_head.weight".into(), &[cfg.vocab_size, d])?)
         } else if cfg.tie_word_embeddings {
             None
         } else {
@@ -99,7 +106,7 @@ impl<B: Backend> Text<B> {
             });
         };
         Ok(Text {
-            embed: t("model.embed_tokens.weight".into(), &[cfg.vocab_size, d])?,
+            embed: mat("model.embed_tokens.weight".into(), &[cfg.vocab_size, d])?,
             layers,
             norm: t("model.norm.weight".into(), &[d])?,
             lm_head,
@@ -195,9 +202,11 @@ impl<B: Backend> Text<B> {
         let mut x = x;
         for (li, l) in self.layers.iter().enumerate() {
             let y = be.rms_norm(&x, rows, d, &l.input_norm, eps)?;
-            let mut q = be.linear(&y, rows, d, &l.q.0, qd, Some(&l.q.1))?;
-            let mut k = be.linear(&y, rows, d, &l.k.0, kd, Some(&l.k.1))?;
-            let v = be.linear(&y, rows, d, &l.v.0, kd, Some(&l.v.1))?;
+            let w3 = qd + 2 * kd;
+            let qkv = be.linear(&y, rows, d, &l.qkv.0, w3, Some(&l.qkv.1))?;
+            let mut q = be.slice_cols(&qkv, rows, w3, 0, qd)?;
+            let mut k = be.slice_cols(&qkv, rows, w3, qd, kd)?;
+            let v = be.slice_cols(&qkv, rows, w3, qd + kd, kd)?;
             be.rope(&mut q, rows, c.num_heads, hd, &cos, &sin)?;
             be.rope(&mut k, rows, c.num_kv_heads, hd, &cos, &sin)?;
             let mut o = be.zeros(rows * qd)?;
@@ -219,14 +228,12 @@ impl<B: Backend> Text<B> {
                 )?;
                 r0 += n;
             }
-            let o = be.linear(&o, rows, qd, &l.o, d, None)?;
-            be.add_assign(&mut x, &o)?;
+            be.linear_add(&o, rows, qd, &l.o, d, None, &mut x)?;
             let y = be.rms_norm(&x, rows, d, &l.post_norm, eps)?;
-            let g = be.linear(&y, rows, d, &l.gate, c.intermediate_size, None)?;
-            let u = be.linear(&y, rows, d, &l.up, c.intermediate_size, None)?;
-            let h = be.silu_mul(&g, &u)?;
-            let h = be.linear(&h, rows, c.intermediate_size, &l.down, d, None)?;
-            be.add_assign(&mut x, &h)?;
+            let m = c.intermediate_size;
+            let gu = be.linear(&y, rows, d, &l.gate_up, 2 * m, None)?;
+            let h = be.silu_mul(&gu, rows, m)?;
+            be.linear_add(&h, rows, m, &l.down, d, None, &mut x)?;
         }
         for (s, &n) in chunks.iter_mut().zip(&lens) {
             s.cache.len += n;

@@ -36,30 +36,37 @@ impl<B: Backend> Vision<B> {
         let e = cfg.embed_dim;
         let merged = e * cfg.spatial_merge_size * cfg.spatial_merge_size;
         let m = cfg.mlp_dim();
-        let pair =
-            |name: &str, wshape: &[usize], bshape: usize| -> Result<(B::Buf, B::Buf), LocalError> {
-                Ok((
-                    be.weight(w.f32(&format!("{name}.weight"), wshape)?)?,
-                    be.weight(w.f32(&format!("{name}.bias"), &[bshape])?)?,
-                ))
-            };
+        // Linear weights go through `matrix` (lower precision allowed); norms and biases do not.
+        let load = |name: &str, wshape: &[usize], bshape: usize, linear: bool| {
+            let wv = w.f32(&format!("{name}.weight"), wshape)?;
+            Ok::<_, LocalError>((
+                if linear {
+                    be.matrix(wv)?
+                } else {
+                    be.weight(wv)?
+                },
+                be.weight(w.f32(&format!("{name}.bias"), &[bshape])?)?,
+            ))
+        };
+        let pair = |name: &str, wshape: &[usize], bshape: usize| load(name, wshape, bshape, true);
+        let norm = |name: &str, dim: usize| load(name, &[dim], dim, false);
         let mut blocks = Vec::with_capacity(cfg.depth);
         for i in 0..cfg.depth {
             let p = format!("visual.blocks.{i}");
             blocks.push(Block {
-                norm1: pair(&format!("{p}.norm1"), &[e], e)?,
+                norm1: norm(&format!("{p}.norm1"), e)?,
                 qkv: pair(&format!("{p}.attn.qkv"), &[3 * e, e], 3 * e)?,
                 proj: pair(&format!("{p}.attn.proj"), &[e, e], e)?,
-                norm2: pair(&format!("{p}.norm2"), &[e], e)?,
+                norm2: norm(&format!("{p}.norm2"), e)?,
                 fc1: pair(&format!("{p}.mlp.fc1"), &[m, e], m)?,
                 fc2: pair(&format!("{p}.mlp.fc2"), &[e, m], e)?,
             });
         }
         let (c, t, ps) = (cfg.in_channels, cfg.temporal_patch_size, cfg.patch_size);
         Ok(Vision {
-            patch: be.weight(w.f32("visual.patch_embed.proj.weight", &[e, c, t, ps, ps])?)?,
+            patch: be.matrix(w.f32("visual.patch_embed.proj.weight", &[e, c, t, ps, ps])?)?,
             blocks,
-            ln_q: pair("visual.merger.ln_q", &[e], e)?,
+            ln_q: norm("visual.merger.ln_q", e)?,
             mlp0: pair("visual.merger.mlp.0", &[merged, merged], merged)?,
             mlp2: pair(
                 "visual.merger.mlp.2",
@@ -127,13 +134,11 @@ impl<B: Backend> Vision<B> {
                 let vs = be.slice_rows(&v, r0, len, e)?;
                 be.attention(&q, r0, len, &ks, &vs, len, shape, false, &mut o)?;
             }
-            let o = be.linear(&o, n, e, &b.proj.0, e, Some(&b.proj.1))?;
-            be.add_assign(&mut x, &o)?;
+            be.linear_add(&o, n, e, &b.proj.0, e, Some(&b.proj.1), &mut x)?;
             let y = be.layer_norm(&x, n, e, &b.norm2.0, &b.norm2.1, LN_EPS)?;
             let mut h1 = be.linear(&y, n, e, &b.fc1.0, cfg.mlp_dim(), Some(&b.fc1.1))?;
             be.quick_gelu(&mut h1)?;
-            let h2 = be.linear(&h1, n, cfg.mlp_dim(), &b.fc2.0, e, Some(&b.fc2.1))?;
-            be.add_assign(&mut x, &h2)?;
+            be.linear_add(&h1, n, cfg.mlp_dim(), &b.fc2.0, e, Some(&b.fc2.1), &mut x)?;
         }
         let y = be.layer_norm(&x, n, e, &self.ln_q.0, &self.ln_q.1, LN_EPS)?;
         let g = merge * merge;

@@ -1,0 +1,215 @@
+// Kernels of the CUDA backend, compiled once at start-up by NVRTC (no CUDA headers needed).
+// Activations are f32; weights are f32 or bf16 (bf16 stored as unsigned short, converted with
+// bit operations). Every kernel checks its bounds, so any grid that covers the work is valid.
+
+typedef unsigned short bf16_t;
+
+// No headers under NVRTC, so no INFINITY macro.
+#define NEG_INF __int_as_float(0xff800000)
+
+__device__ __forceinline__ float bf16_to_f32(bf16_t u) {
+    return __uint_as_float(((unsigned int)u) << 16);
+}
+
+// Round to nearest, ties to even (what torch and half::bf16::from_f32 do); NaN stays NaN.
+__device__ __forceinline__ bf16_t f32_to_bf16(float f) {
+    unsigned int u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return (bf16_t)((u >> 16) | 0x40u);
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (bf16_t)(u >> 16);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Block-wide sum (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+// `red` holds 32 floats of shared memory; the leading barrier makes back-to-back calls safe.
+__device__ float block_sum(float v, float* red) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float r = lane < warps ? red[lane] : 0.f;
+    return warp_sum(r);
+}
+
+__device__ float block_max(float v, float* red) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float r = lane < warps ? red[lane] : NEG_INF;
+    return warp_max(r);
+}
+
+// One block per row: y = x * rsqrt(mean(x^2) + eps) * w.
+extern "C" __global__ void rms_norm(float* y, const float* x, const float* w, int dim, float eps) {
+    __shared__ float red[32];
+    const float* xr = x + (size_t)blockIdx.x * dim;
+    float* yr = y + (size_t)blockIdx.x * dim;
+    float s = 0.f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += xr[i] * xr[i];
+    float r = rsqrtf(block_sum(s, red) / (float)dim + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = xr[i] * r * w[i];
+}
+
+// One block per row: two passes (mean, then variance about the mean), as the CPU reference.
+extern "C" __global__ void layer_norm(float* y, const float* x, const float* w, const float* b,
+                                      int dim, float eps) {
+    __shared__ float red[32];
+    const float* xr = x + (size_t)blockIdx.x * dim;
+    float* yr = y + (size_t)blockIdx.x * dim;
+    float s = 0.f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += xr[i];
+    float mean = block_sum(s, red) / (float)dim;
+    float v = 0.f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float d = xr[i] - mean;
+        v += d * d;
+    }
+    float r = rsqrtf(block_sum(v, red) / (float)dim + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = (xr[i] - mean) * r * w[i] + b[i];
+}
+
+// Rotary embedding in place on x[rows, heads*hd] with tables cos/sin[rows, hd]
+// (rotate_half convention). One thread per (row, head, i < hd/2) pair.
+extern "C" __global__ void rope(float* x, const float* cos_t, const float* sin_t, int rows,
+                                int heads, int hd) {
+    int half = hd / 2;
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t total = (size_t)rows * heads * half;
+    if (idx >= total) return;
+    int i = (int)(idx % half);
+    size_t rh = idx / half;
+    size_t row = rh / heads;
+    float* v = x + rh * hd;
+    const float* c = cos_t + row * hd;
+    const float* s = sin_t + row * hd;
+    float a = v[i], b = v[i + half];
+    v[i] = a * c[i] - b * s[i];
+    v[i + half] = b * c[i + half] + a * s[i + half];
+}
+
+// out[r, j] = silu(gu[r, j]) * gu[r, m + j] for gu[rows, 2m].
+extern "C" __global__ void silu_mul(float* out, const float* gu, int rows, int m) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)rows * m) return;
+    size_t r = idx / m, j = idx % m;
+    float g = gu[r * 2 * m + j], u = gu[r * 2 * m + m + j];
+    out[idx] = g / (1.f + expf(-g)) * u;
+}
+
+extern "C" __global__ void quick_gelu(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] / (1.f + expf(-1.702f * x[i]));
+}
+
+extern "C" __global__ void gelu_erf(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678118654752f));
+}
+
+extern "C" __global__ void add_assign(float* x, const float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += y[i];
+}
+
+// y[rows, n] += b[n].
+extern "C" __global__ void add_bias(float* y, const float* b, int rows, int n) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < (size_t)rows * n) y[idx] += b[idx % n];
+}
+
+// out[i, :] = table[ids[i], :] (rows of the embedding table).
+extern "C" __global__ void gather_f32(float* out, const float* table, const unsigned int* ids,
+                                      int n_ids, int dim) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)n_ids * dim) return;
+    size_t i = idx / dim, d = idx % dim;
+    out[idx] = table[(size_t)ids[i] * dim + d];
+}
+
+extern "C" __global__ void gather_bf16(float* out, const bf16_t* table, const unsigned int* ids,
+                                       int n_ids, int dim) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)n_ids * dim) return;
+    size_t i = idx / dim, d = idx % dim;
+    out[idx] = bf16_to_f32(table[(size_t)ids[i] * dim + d]);
+}
+
+// out[r, j] = x[r, col0 + j] for j < n, x with `stride` columns.
+extern "C" __global__ void slice_cols(float* out, const float* x, int rows, int stride, int col0,
+                                      int n) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)rows * n) return;
+    size_t r = idx / n, j = idx % n;
+    out[idx] = x[r * stride + col0 + j];
+}
+
+extern "C" __global__ void to_bf16(bf16_t* out, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = f32_to_bf16(x[i]);
+}
+
+// Scaled dot-product attention with an online softmax over key tiles of ATT_T.
+// Grid (n_q, heads), block ATT_T threads, hd <= 2 * ATT_T. Query i (row q_row + i of q) and
+// head h attend to keys 0 .. visible-1 of k/v (kv head h / (heads / kv_heads)); with `causal`
+// visible = n_kv - n_q + i + 1, else n_kv. Thread t owns output dims t and t + ATT_T.
+#define ATT_T 128
+extern "C" __global__ void attention(float* out, const float* q, const float* k, const float* v,
+                                     int q_row, int n_q, int n_kv, int heads, int kv_heads,
+                                     int hd, int causal, float scale) {
+    __shared__ float qs[2 * ATT_T];
+    __shared__ float ps[ATT_T];
+    __shared__ float red[32];
+    int i = blockIdx.x, h = blockIdx.y, t = threadIdx.x;
+    int kh = h / (heads / kv_heads);
+    size_t qd = (size_t)heads * hd, kd = (size_t)kv_heads * hd;
+    const float* qv = q + (size_t)(q_row + i) * qd + (size_t)h * hd;
+    for (int d = t; d < hd; d += ATT_T) qs[d] = qv[d];
+    __syncthreads();
+    int visible = causal ? (n_kv - n_q + i + 1) : n_kv;
+    float m = NEG_INF, l = 0.f, acc0 = 0.f, acc1 = 0.f;
+    for (int c = 0; c < visible; c += ATT_T) {
+        int j = c + t;
+        float s = NEG_INF;
+        if (j < visible) {
+            const float* kr = k + (size_t)j * kd + (size_t)kh * hd;
+            float dot = 0.f;
+            for (int d = 0; d < hd; ++d) dot += qs[d] * kr[d];
+            s = dot * scale;
+        }
+        float nm = fmaxf(m, block_max(s, red));
+        float p = j < visible ? expf(s - nm) : 0.f;
+        ps[t] = p;
+        float psum = block_sum(p, red);  // its barriers also publish ps
+        float corr = expf(m - nm);
+        l = l * corr + psum;
+        int cnt = min(ATT_T, visible - c);
+        float a0 = 0.f, a1 = 0.f;
+        for (int jj = 0; jj < cnt; ++jj) {
+            const float* vr = v + (size_t)(c + jj) * kd + (size_t)kh * hd;
+            float pj = ps[jj];
+            if (t < hd) a0 += pj * vr[t];
+            if (t + ATT_T < hd) a1 += pj * vr[t + ATT_T];
+        }
+        acc0 = acc0 * corr + a0;
+        acc1 = acc1 * corr + a1;
+        m = nm;
+        __syncthreads();  // ps is rewritten by the next tile
+    }
+    float* o = out + (size_t)(q_row + i) * qd + (size_t)h * hd;
+    if (t < hd) o[t] = acc0 / l;
+    if (t + ATT_T < hd) o[t + ATT_T] = acc1 / l;
+}

@@ -1,0 +1,115 @@
+//! Finding the CUDA libraries, compiling the NVRTC kernels and loading their entry points.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule};
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+
+use super::super::BResult;
+use crate::model::local::LocalError;
+
+/// NVRTC source of every kernel.
+pub const KERNELS: &str = include_str!("kernels.cu");
+
+/// Where the CUDA libraries usually are, for error messages.
+pub const LIB_HINT: &str = "install the NVIDIA driver and put the folder holding libcublas and \
+    libnvrtc (CUDA 12 or 13; pip wheels: site-packages/nvidia/cu13/lib) on LD_LIBRARY_PATH, or \
+    use --device cpu";
+
+/// The CUDA libraries cudarc cannot find, by name (empty when all are present).
+pub fn missing_libraries() -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    // SAFETY: each check only tries to dlopen the library's candidate names.
+    unsafe {
+        if !cudarc::driver::sys::is_culib_present() {
+            missing.push("libcuda.so.1 (NVIDIA driver)");
+        }
+        if !cudarc::cublas::sys::is_culib_present() {
+            missing.push("libcublas (cuBLAS)");
+        }
+    }
+    if !nvrtc_present() {
+        missing.push("libnvrtc (NVRTC)");
+    }
+    missing
+}
+
+/// Whether NVRTC can be loaded (compiling kernels needs no GPU).
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only tries to dlopen the library's candidate names.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// Compile [`KERNELS`] to PTX for a virtual architecture such as `compute_90`.
+pub fn compile_kernels(arch: &'static str) -> BResult<Ptx> {
+    if !nvrtc_present() {
+        return Err(LocalError::Device(format!(
+            "--device cuda: libnvrtc (NVRTC) not found; {LIB_HINT}"
+        )));
+    }
+    let opts = CompileOptions {
+        arch: Some(arch),
+        name: Some("vlm_eval_kernels.cu".into()),
+        ..Default::default()
+    };
+    compile_ptx_with_opts(KERNELS, opts).map_err(|e| match e {
+        cudarc::nvrtc::CompileError::CompileError { log, .. } => LocalError::Internal(format!(
+            "NVRTC could not compile the kernels: {}",
+            log.to_string_lossy().replace('\n', " | ")
+        )),
+        other => LocalError::Device(format!("NVRTC: {other}")),
+    })
+}
+
+/// What the backend found at start-up (for benchmark reports).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceInfo {
+    /// Device name.
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Device memory in bytes.
+    pub total_mem_bytes: usize,
+    /// NVRTC compile time of the kernels, milliseconds.
+    pub kernel_compile_ms: f64,
+}
+
+pub(super) struct Kernels {
+    pub(super) rms_norm: CudaFunction,
+    pub(super) layer_norm: CudaFunction,
+    pub(super) rope: CudaFunction,
+    pub(super) silu_mul: CudaFunction,
+    pub(super) quick_gelu: CudaFunction,
+    pub(super) gelu_erf: CudaFunction,
+    pub(super) add_assign: CudaFunction,
+    pub(super) add_bias: CudaFunction,
+    pub(super) gather_f32: CudaFunction,
+    pub(super) gather_bf16: CudaFunction,
+    pub(super) slice_cols: CudaFunction,
+    pub(super) to_bf16: CudaFunction,
+    pub(super) attention: CudaFunction,
+}
+
+impl Kernels {
+    pub(super) fn load(m: &Arc<CudaModule>) -> BResult<Kernels> {
+        let f = |name: &'static str| {
+            m.load_function(name)
+                .map_err(|e| LocalError::Internal(format!("kernel `{name}`: {e}")))
+        };
+        Ok(Kernels {
+            rms_norm: f("rms_norm")?,
+            layer_norm: f("layer_norm")?,
+            rope: f("rope")?,
+            silu_mul: f("silu_mul")?,
+            quick_gelu: f("quick_gelu")?,
+            gelu_erf: f("gelu_erf")?,
+            add_assign: f("add_assign")?,
+            add_bias: f("add_bias")?,
+            gather_f32: f("gather_f32")?,
+            gather_bf16: f("gather_bf16")?,
+            slice_cols: f("slice_cols")?,
+            to_bf16: f("to_bf16")?,
+            attention: f("attention")?,
+        })
+    }
+}

@@ -52,11 +52,13 @@ pub(crate) fn load_local(
         max_batch: concurrency.max(1),
     };
     tracing::info!("loading local model from {}", dir.display());
-    LocalModel::load(name, &opts).map_err(|e| {
-        CliError::usage(format!(
+    LocalModel::load(name, &opts).map_err(|e| match e {
+        // Device errors carry their own fix (drivers, libraries, --device cpu).
+        crate::model::local::LocalError::Device(_) => CliError::usage(e.to_string()),
+        _ => CliError::usage(format!(
             "--model local:{}: {e} (fix the checkpoint folder or choose another model)",
             dir.display()
-        ))
+        )),
     })
 }
 

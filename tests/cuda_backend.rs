@@ -360,3 +360,31 @@ fn tiny_model_on_gpu_matches_cpu_reference() {
         }
     }
 }
+
+#[test]
+fn cuda_without_a_driver_is_a_one_line_error() {
+    if cuda::missing_libraries().is_empty() {
+        eprintln!("skipped: the CUDA libraries are present here, so there is no missing-library path to test");
+        return;
+    }
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuda-missing");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(["--model", &format!("local:{}", fixture().display())])
+        .args([
+            "--device", "cuda", "--seeds", "1", "--steps", "1", "--quiet", "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_default();
+    for m in cuda::missing_libraries() {
+        assert!(line.contains(m), "{line} does not name {m}");
+    }
+    assert!(line.contains("--device cpu"), "{line} gives no way out");
+}

@@ -316,7 +316,7 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
     }
     let mut failures = Vec::new();
     for r in &results {
-        if r.dtype == "f32" && !(r.max_abs <= a.max_abs) {
+        if r.dtype == "f32" && (r.max_abs.is_nan() || r.max_abs > a.max_abs) {
             failures.push(format!("f32 max |Δ| {:.3e} > {:e}", r.max_abs, a.max_abs));
         }
         if r.dtype == "bf16" && r.top1_agreement < a.min_top1 {

@@ -307,7 +307,8 @@ impl std::fmt::Display for LocalBenchReport {
         )?;
         writeln!(
             f,
-            "decoder weights read per token: {:.4} GB",
+            "decoder weights read per token: {} bytes ({:.3} GB)",
+            self.weight_bytes_per_token,
             self.weight_bytes_per_token as f64 / 1e9
         )?;
         writeln!(

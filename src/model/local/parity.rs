@@ -50,7 +50,7 @@ pub struct ParityResult {
 
 /// `n` deterministic text ids below `vocab_len`, never the image token.
 pub fn teacher_ids(n: usize, vocab_len: usize, image_token_id: u32) -> Vec<u32> {
-    let mut rng = Rng::new(0x5eed_0f_7a_11);
+    let mut rng = Rng::new(0x5eed_0f7a_11aa);
     let mut out = Vec::with_capacity(n);
     while out.len() < n && vocab_len > 1 {
         let id = (rng.next_u64() % vocab_len as u64) as u32;
@@ -149,7 +149,7 @@ pub fn compare_logits(
     vocab: usize,
     vocab_len: usize,
 ) -> Result<(f64, f64), LocalError> {
-    if reference.len() != other.len() || vocab == 0 || reference.len() % vocab != 0 {
+    if reference.len() != other.len() || vocab == 0 || !reference.len().is_multiple_of(vocab) {
         return Err(LocalError::Internal(format!(
             "logit shapes differ: {} vs {} values (vocab {vocab})",
             reference.len(),

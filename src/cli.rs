@@ -92,6 +92,12 @@ pub enum BenchCommand {
     Harness(BenchHarnessArgs),
     /// Env server throughput: steps/s over HTTP with many sessions, and reset latency.
     Serve(crate::serve::bench::BenchServeArgs),
+    /// Local Qwen2-VL speed: TTFT for one frame, decode tokens/s at batch sizes, achieved GB/s
+    /// and % of the memory-bandwidth roofline (`--model-dir DIR [--device cuda]`).
+    Local(crate::localbenchcmd::BenchLocalArgs),
+    /// Local Qwen2-VL correctness: a device's logits and greedy tokens against the CPU f32
+    /// reference (exit 1 when f32 max |Δ| or bf16 top-1 agreement misses its threshold).
+    Parity(crate::localbenchcmd::BenchParityArgs),
 }
 
 /// `vlm-eval assets …`
@@ -316,6 +322,8 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Bench(BenchCommand::Harness(a)) => cmd_bench_harness(a).map(|_| 0),
         Command::Report(a) => crate::reportcmd::cmd_report(a),
         Command::Bench(BenchCommand::Serve(a)) => crate::serve::bench::cmd_bench_serve(a),
+        Command::Bench(BenchCommand::Local(a)) => crate::localbenchcmd::cmd_bench_local(a),
+        Command::Bench(BenchCommand::Parity(a)) => crate::localbenchcmd::cmd_bench_parity(a),
         Command::ServeEnv(a) => crate::serve::cmd_serve_env(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => {
             let dir = textures::fetch_official(dest.as_deref()).map_err(|e| CliError {

@@ -9,6 +9,7 @@ pub mod comparecmd;
 pub mod crafter;
 pub mod eval;
 pub mod formats;
+pub mod localbenchcmd;
 pub mod model;
 pub mod report;
 pub mod reportcmd;

@@ -389,9 +389,32 @@ impl PreprocessorConfig {
     pub fn load(dir: &Path, model: &ModelConfig) -> Result<PreprocessorConfig, LocalError> {
         let file = dir.join("preprocessor_config.json");
         let root = read_json(&file)?;
+        PreprocessorConfig::from_value(&root, &file, model)
+    }
+
+    /// Read `DIR/preprocessor_config.json` when present, else the Qwen2-VL processor defaults
+    /// (min 56·56 and max 28·28·1280 pixels, CLIP mean/std, patch, merge and temporal sizes
+    /// from config.json) — for weights-only folders written by `save_pretrained`.
+    pub fn load_or_default(
+        dir: &Path,
+        model: &ModelConfig,
+    ) -> Result<PreprocessorConfig, LocalError> {
+        let file = dir.join("preprocessor_config.json");
+        if file.exists() {
+            return PreprocessorConfig::load(dir, model);
+        }
+        PreprocessorConfig::from_value(&Value::Object(Default::default()), &file, model)
+    }
+
+    /// Parse a preprocessor config (absent fields take the Qwen2-VL defaults).
+    fn from_value(
+        root: &Value,
+        file: &Path,
+        model: &ModelConfig,
+    ) -> Result<PreprocessorConfig, LocalError> {
         let f = Fields {
-            file: file.clone(),
-            root: &root,
+            file: file.to_path_buf(),
+            root,
         };
         let cfg = PreprocessorConfig {
             min_pixels: f.usize_or(&["size.shortest_edge", "min_pixels"], 56 * 56)?,
@@ -518,6 +541,21 @@ mod tests {
         assert_eq!(g.eos_token_ids, vec![2, 0]);
         let p = PreprocessorConfig::load(&dir, &c).unwrap();
         assert_eq!((p.min_pixels, p.max_pixels), (3136, 1_003_520));
+    }
+
+    #[test]
+    fn missing_preprocessor_config_takes_qwen2vl_defaults() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen2vl");
+        let c = ModelConfig::load(&dir).unwrap();
+        let d = PreprocessorConfig::load_or_default(Path::new("/nonexistent-dir"), &c).unwrap();
+        assert_eq!((d.min_pixels, d.max_pixels), (56 * 56, 28 * 28 * 1280));
+        assert_eq!(
+            (d.patch_size, d.merge_size, d.temporal_patch_size),
+            (14, 2, 2)
+        );
+        // The fixture's file spells out the same processor (transformers' defaults).
+        assert_eq!(d, PreprocessorConfig::load(&dir, &c).unwrap());
+        assert!(PreprocessorConfig::load(Path::new("/nonexistent-dir"), &c).is_err());
     }
 
     #[test]

@@ -127,6 +127,45 @@ impl<B: Backend> Engine<B> {
         let pre = PreprocessorConfig::load(dir, &cfg)?;
         let gen = GenerationConfig::load(dir)?;
         let tok = ChatTokenizer::load(dir, cfg.image_token_id)?;
+        Engine::assemble(dir, be, cfg, pre, gen, tok)
+    }
+
+    /// Load a checkpoint folder that may hold only weights (`save_pretrained` output:
+    /// config.json, generation_config.json, safetensors). Without `tokenizer.json` the engine
+    /// works on token ids only (text → an error naming tokenizer.json); without
+    /// `preprocessor_config.json` images use the Qwen2-VL processor defaults. A full
+    /// checkpoint loads as with [`Engine::load`].
+    pub fn load_bare(dir: &Path, be: B) -> Result<Engine<B>, LocalError> {
+        if !dir.is_dir() {
+            return Err(LocalError::File {
+                file: dir.to_path_buf(),
+                msg: "is not a folder (expected a checkpoint folder with config.json)".into(),
+            });
+        }
+        let cfg = ModelConfig::load(dir)?;
+        let pre = PreprocessorConfig::load_or_default(dir, &cfg)?;
+        let gen = GenerationConfig::load(dir)?;
+        let tok = if dir.join("tokenizer.json").exists() {
+            ChatTokenizer::load(dir, cfg.image_token_id)?
+        } else {
+            tracing::info!(
+                "{}: no tokenizer.json; working on token ids only",
+                dir.display()
+            );
+            ChatTokenizer::ids_only(dir, cfg.text.vocab_size, cfg.image_token_id)
+        };
+        Engine::assemble(dir, be, cfg, pre, gen, tok)
+    }
+
+    /// Load the weights for already-read configuration.
+    fn assemble(
+        dir: &Path,
+        be: B,
+        cfg: ModelConfig,
+        pre: PreprocessorConfig,
+        gen: GenerationConfig,
+        tok: ChatTokenizer,
+    ) -> Result<Engine<B>, LocalError> {
         let weights = Weights::open_dir(dir)?;
         let vision = Vision::load(&be, &weights, &cfg.vision)?;
         let text = Text::load(&be, &weights, &cfg.text)?;
@@ -140,6 +179,18 @@ impl<B: Backend> Engine<B> {
             vision,
             text,
         })
+    }
+
+    /// Decoder weight bytes read per decode step (every decoder parameter once, lm_head
+    /// included, at the backend's storage width).
+    pub fn decode_weight_bytes(&self) -> usize {
+        self.text.decode_params() * self.be.weight_bytes_per_value()
+    }
+
+    /// Ids that may be produced: the tokenizer's size (or config.json's vocab_size when
+    /// ids-only), never more than the embedding rows.
+    pub fn vocab_len(&self) -> usize {
+        self.tok.vocab_len.min(self.cfg.text.vocab_size)
     }
 
     /// Stop ids: generation_config.json, else config.json, else the ChatML end tokens.

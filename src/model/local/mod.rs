@@ -3,11 +3,13 @@
 //! [`ChatModel`](crate::model::ChatModel) that shares one loaded model between episodes.
 
 pub mod backend;
+pub mod bench;
 pub mod chat;
 pub mod config;
 pub mod device;
 pub mod engine;
 pub mod model;
+pub mod parity;
 pub mod preprocess;
 pub mod resize;
 pub mod sampling;

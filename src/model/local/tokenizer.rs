@@ -1,7 +1,7 @@
 //! `tokenizer.json` through the `tokenizers` crate and the chat template through minijinja
 //! (HF's settings: trim_blocks, lstrip_blocks, a Python-compatible `tojson`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use minijinja::{Environment, Error as JinjaError, ErrorKind, Value as JValue};
 use serde_json::Value;
@@ -9,10 +9,14 @@ use serde_json::Value;
 use super::config::read_json;
 use super::LocalError;
 
-/// Tokenizer plus chat template and the special ids the engine needs.
+/// Tokenizer plus chat template and the special ids the engine needs. A weights-only
+/// checkpoint (no `tokenizer.json`) gets an ids-only tokenizer: prompts are token ids, and
+/// anything that needs text fails with an error naming `tokenizer.json`.
 pub struct ChatTokenizer {
-    tok: tokenizers::Tokenizer,
-    env: Environment<'static>,
+    /// Tokenizer and chat template; `None` when ids-only.
+    text: Option<(tokenizers::Tokenizer, Environment<'static>)>,
+    /// `DIR/tokenizer.json`, for errors.
+    file: PathBuf,
     /// Whether the template renders a `tools` list itself.
     pub template_has_tools: bool,
     /// `<|image_pad|>`.
@@ -174,11 +178,39 @@ impl ChatTokenizer {
             .collect();
         Ok(ChatTokenizer {
             vocab_len: tok.get_vocab_size(true),
-            tok,
-            env,
+            text: Some((tok, env)),
+            file,
             template_has_tools,
             image_pad_id,
             default_stop_ids,
+        })
+    }
+
+    /// A tokenizer for a weights-only folder: ids only, every id below `vocab_len` may be
+    /// sampled, no default stop ids.
+    pub fn ids_only(dir: &Path, vocab_len: usize, image_token_id: u32) -> ChatTokenizer {
+        ChatTokenizer {
+            text: None,
+            file: dir.join("tokenizer.json"),
+            template_has_tools: false,
+            image_pad_id: image_token_id,
+            vocab_len,
+            default_stop_ids: Vec::new(),
+        }
+    }
+
+    /// Whether text can be rendered, encoded and decoded (false when ids-only).
+    pub fn has_text(&self) -> bool {
+        self.text.is_some()
+    }
+
+    /// The tokenizer and template, or the error for an ids-only checkpoint.
+    fn text(&self) -> Result<&(tokenizers::Tokenizer, Environment<'static>), LocalError> {
+        self.text.as_ref().ok_or_else(|| LocalError::File {
+            file: self.file.clone(),
+            msg: "missing: this checkpoint was loaded ids-only (weights-only folder), so text \
+                  cannot be rendered or tokenized; add tokenizer.json and a chat template"
+                .into(),
         })
     }
 
@@ -186,7 +218,8 @@ impl ChatTokenizer {
     /// `{"type":"image"}` / `{"type":"text","text":…}`) with the chat template.
     pub fn render(&self, messages: &Value, tools: Option<&Value>) -> Result<String, LocalError> {
         let tpl = self
-            .env
+            .text()?
+            .1
             .get_template("chat")
             .map_err(|e| LocalError::Template(e.to_string()))?;
         tpl.render(minijinja::context! {
@@ -224,15 +257,19 @@ impl ChatTokenizer {
     /// Encode text as HF does for a rendered prompt (special tokens recognised).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, LocalError> {
         let enc = self
-            .tok
+            .text()?
+            .0
             .encode(text, true)
             .map_err(|e| LocalError::Template(format!("tokenizer: {e}")))?;
         Ok(enc.get_ids().to_vec())
     }
 
-    /// Decode ids, dropping special tokens.
+    /// Decode ids, dropping special tokens (empty when ids-only: the ids are the output).
     pub fn decode(&self, ids: &[u32]) -> String {
-        self.tok.decode(ids, true).unwrap_or_default()
+        match &self.text {
+            Some((tok, _)) => tok.decode(ids, true).unwrap_or_default(),
+            None => String::new(),
+        }
     }
 }
 

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The transformers side of `vlm-eval bench local`: the same prompt shape on the same weights.
+
+Builds Qwen2-VL-2B-shaped weights with random initialisation (speed does not depend on the
+values, and nothing is downloaded), optionally saves them for the Rust bench, then measures on
+the GPU in bf16 (CPU and f32 with --tiny, for a smoke test):
+  - device copy bandwidth (read + write of a 2 GiB buffer), the practical roofline;
+  - time to first token: one forward over 20 text ids, one frame's image tokens, 30 text ids;
+  - decode tokens/s of `generate` (greedy, fixed length) at each batch size.
+Prints one JSON object (also written to --json).
+
+Usage: scripts/hf_baseline.py [--tiny] [--save DIR] [--new 128] [--frame 64] [--batch 1,16]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+
+def config(tiny: bool) -> Qwen2VLConfig:
+    if tiny:
+        text = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2)
+        rope = [2, 3, 3]
+        vision = dict(depth=2, embed_dim=32, hidden_size=64, num_heads=2)
+        image_id, video_id = 5, 6
+    else:
+        # Qwen2-VL-2B-Instruct's published shapes.
+        text = dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960,
+                    num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2)
+        rope = [16, 24, 24]
+        vision = dict(depth=32, embed_dim=1280, hidden_size=1536, num_heads=16)
+        image_id, video_id = 151655, 151656
+    text.update(rms_norm_eps=1e-6, max_position_embeddings=32768, bos_token_id=1, eos_token_id=2,
+                rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": rope})
+    vision.update(mlp_ratio=4, patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
+    return Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=image_id,
+                         video_token_id=video_id, tie_word_embeddings=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tiny", action="store_true", help="tiny shapes (smoke test on CPU)")
+    ap.add_argument("--save", help="save the random weights here (for vlm-eval bench local)")
+    ap.add_argument("--new", type=int, default=128, help="decoded tokens per sequence")
+    ap.add_argument("--frame", type=int, default=64, help="frame side in pixels")
+    ap.add_argument("--batch", default="1,16", help="decode batch sizes")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--json", help="also write the result here")
+    a = ap.parse_args()
+
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = torch.bfloat16 if dev == "cuda" and not a.tiny else torch.float32
+    cfg = config(a.tiny)
+    torch.manual_seed(0)
+    t = time.time()
+    with torch.device(dev):
+        model = Qwen2VLForConditionalGeneration(cfg).to(dtype).eval()
+    out = {"device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
+           "dtype": str(dtype).removeprefix("torch."),
+           "params": sum(p.numel() for p in model.parameters()),
+           "init_s": round(time.time() - t, 2),
+           "torch": torch.__version__}
+    if a.save:
+        t = time.time()
+        model.save_pretrained(a.save)
+        out["save_s"] = round(time.time() - t, 2)
+
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    if dev == "cuda":
+        x = torch.empty(2 << 30, dtype=torch.uint8, device=dev)
+        y = torch.empty_like(x)
+        for _ in range(3):
+            y.copy_(x)
+        sync()
+        t = time.time()
+        for _ in range(20):
+            y.copy_(x)
+        sync()
+        out["copy_gb_per_s"] = round(20 * 2 * x.numel() / (time.time() - t) / 1e9, 1)
+        del x, y
+
+    # smart_resize for a square frame: nearest multiple of 28, at least 56.
+    side = max(56, round(a.frame / 28) * 28)
+    grid = torch.tensor([[1, side // 14, side // 14]], device=dev)
+    patches = int(grid.prod())
+    pixels = torch.randn(patches, 3 * 2 * 14 * 14, device=dev, dtype=dtype)
+    n_img = patches // 4
+    ids = [1] * 20 + [cfg.image_token_id] * n_img + [2] * 30
+    out.update(frame_px=side, image_tokens=n_img, prompt_tokens=len(ids))
+
+    def inputs(b: int) -> dict:
+        input_ids = torch.tensor([ids] * b, device=dev)
+        return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                    pixel_values=pixels.repeat(b, 1),
+                    image_grid_thw=grid.repeat(b, 1),
+                    mm_token_type_ids=(input_ids == cfg.image_token_id).int())
+
+    with torch.no_grad():
+        one = inputs(1)
+        for _ in range(2):
+            model(**one)
+        times = []
+        for _ in range(a.repeats):
+            sync()
+            t = time.time()
+            model(**one)
+            sync()
+            times.append((time.time() - t) * 1e3)
+        out["ttft_ms"] = {"median": round(statistics.median(times), 3), "min": round(min(times), 3)}
+        out["decode"] = []
+        for b in [int(s) for s in a.batch.split(",")]:
+            kw = inputs(b)
+            gen = dict(do_sample=False, min_new_tokens=a.new, max_new_tokens=a.new, pad_token_id=0)
+            model.generate(**kw, **dict(gen, min_new_tokens=4, max_new_tokens=4))
+            sync()
+            t = time.time()
+            model(**kw)  # the prefill alone, subtracted below
+            sync()
+            prefill = time.time() - t
+            t = time.time()
+            res = model.generate(**kw, **gen)
+            sync()
+            total = time.time() - t
+            steps = res.shape[1] - len(ids) - 1  # tokens after the first
+            per_seq = steps / max(total - prefill, 1e-9)
+            out["decode"].append({"batch": b, "steps": steps,
+                                  "tokens_per_s_per_seq": round(per_seq, 1),
+                                  "tokens_per_s_total": round(per_seq * b, 1)})
+    print(json.dumps(out))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

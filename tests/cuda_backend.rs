@@ -207,11 +207,47 @@ fn layout_ops_match_cpu() {
 }
 
 #[test]
+fn split_qkv_rope_matches_cpu() {
+    let Some(g) = gpu(DType::F32) else { return };
+    let c = Cpu;
+    for (heads, kv_heads, hd, rows) in [(12, 2, 128, 5), (16, 16, 80, 3)] {
+        let s = AttnShape {
+            heads,
+            kv_heads,
+            hd,
+        };
+        let qkv = rand_vec(rows * (heads + 2 * kv_heads) * hd, 30);
+        let (cos, sin) = (rand_vec(rows * hd, 31), rand_vec(rows * hd, 32));
+        let (q, k, v) = g
+            .split_qkv_rope(
+                &g.upload(&qkv).unwrap(),
+                rows,
+                s,
+                &g.upload(&cos).unwrap(),
+                &g.upload(&sin).unwrap(),
+            )
+            .unwrap();
+        let (wq, wk, wv) = c.split_qkv_rope(&qkv, rows, s, &cos, &sin).unwrap();
+        close("split q", &g.download(&q).unwrap(), &wq, 1e-6);
+        close("split k", &g.download(&k).unwrap(), &wk, 1e-6);
+        assert_eq!(g.download(&v).unwrap(), wv);
+    }
+}
+
+#[test]
 fn matmuls_match_cpu_in_f32_and_bf16() {
     let c = Cpu;
     for dtype in [DType::F32, DType::Bf16] {
         let Some(g) = gpu(dtype) else { return };
-        for (rows, k, n) in [(1, 1536, 2048), (9, 64, 130), (33, 1280, 80)] {
+        // bf16 with ≤ 8 rows and k % 8 == 0 takes gemv_bf16, the rest cuBLAS.
+        for (rows, k, n) in [
+            (1, 1536, 2048),
+            (3, 8960, 1536),
+            (8, 1536, 100),
+            (2, 36, 50),
+            (9, 64, 130),
+            (33, 1280, 80),
+        ] {
             let x = rand_vec(rows * k, 10);
             let w = rand_vec(n * k, 11);
             let bias = rand_vec(n, 12);

@@ -132,6 +132,26 @@ pub trait Backend: Send + Sync + 'static {
         self.copy_rows(&mut out, 0, x, row0, rows, dim)?;
         Ok(out)
     }
+    /// Split `qkv[rows, (heads + 2·kv_heads)·hd]` into q, k and v, rotating q and k with the
+    /// `[rows, hd]` tables (see [`Backend::rope`]).
+    #[allow(clippy::type_complexity)]
+    fn split_qkv_rope(
+        &self,
+        qkv: &Self::Buf,
+        rows: usize,
+        s: AttnShape,
+        cos: &Self::Buf,
+        sin: &Self::Buf,
+    ) -> BResult<(Self::Buf, Self::Buf, Self::Buf)> {
+        let (qd, kd) = (s.heads * s.hd, s.kv_heads * s.hd);
+        let w = qd + 2 * kd;
+        let mut q = self.slice_cols(qkv, rows, w, 0, qd)?;
+        let mut k = self.slice_cols(qkv, rows, w, qd, kd)?;
+        let v = self.slice_cols(qkv, rows, w, qd + kd, kd)?;
+        self.rope(&mut q, rows, s.heads, s.hd, cos, sin)?;
+        self.rope(&mut k, rows, s.kv_heads, s.hd, cos, sin)?;
+        Ok((q, k, v))
+    }
     /// Scaled dot-product attention of one sequence segment, written into `out` rows
     /// `q_row .. q_row+n_q` (width `heads·hd`). Queries are `q` rows `q_row ..`; keys and values
     /// are rows `0 .. n_kv` of `k`, `v` (width `kv_heads·hd`, grouped-query). With `causal`,

@@ -202,13 +202,8 @@ impl<B: Backend> Text<B> {
         let mut x = x;
         for (li, l) in self.layers.iter().enumerate() {
             let y = be.rms_norm(&x, rows, d, &l.input_norm, eps)?;
-            let w3 = qd + 2 * kd;
-            let qkv = be.linear(&y, rows, d, &l.qkv.0, w3, Some(&l.qkv.1))?;
-            let mut q = be.slice_cols(&qkv, rows, w3, 0, qd)?;
-            let mut k = be.slice_cols(&qkv, rows, w3, qd, kd)?;
-            let v = be.slice_cols(&qkv, rows, w3, qd + kd, kd)?;
-            be.rope(&mut q, rows, c.num_heads, hd, &cos, &sin)?;
-            be.rope(&mut k, rows, c.num_kv_heads, hd, &cos, &sin)?;
+            let qkv = be.linear(&y, rows, d, &l.qkv.0, qd + 2 * kd, Some(&l.qkv.1))?;
+            let (q, k, v) = be.split_qkv_rope(&qkv, rows, shape, &cos, &sin)?;
             let mut o = be.zeros(rows * qd)?;
             let mut r0 = 0;
             for (s, &n) in chunks.iter_mut().zip(&lens) {

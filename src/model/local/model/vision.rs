@@ -123,11 +123,7 @@ impl<B: Backend> Vision<B> {
         for b in &self.blocks {
             let y = be.layer_norm(&x, n, e, &b.norm1.0, &b.norm1.1, LN_EPS)?;
             let qkv = be.linear(&y, n, e, &b.qkv.0, 3 * e, Some(&b.qkv.1))?;
-            let mut q = be.slice_cols(&qkv, n, 3 * e, 0, e)?;
-            let mut k = be.slice_cols(&qkv, n, 3 * e, e, e)?;
-            let v = be.slice_cols(&qkv, n, 3 * e, 2 * e, e)?;
-            be.rope(&mut q, n, heads, hd, &cos, &sin)?;
-            be.rope(&mut k, n, heads, hd, &cos, &sin)?;
+            let (q, k, v) = be.split_qkv_rope(&qkv, n, shape, &cos, &sin)?;
             let mut o = be.zeros(n * e)?;
             for &(r0, len) in &frames {
                 let ks = be.slice_rows(&k, r0, len, e)?;

@@ -213,3 +213,72 @@ extern "C" __global__ void attention(float* out, const float* q, const float* k,
     if (t < hd) o[t] = acc0 / l;
     if (t + ATT_T < hd) o[t + ATT_T] = acc1 / l;
 }
+
+// Matrix-vector products for small batches (decode): y[r, j] = bf16(x[r, :]) . w[j, :]
+// (+ b[j]) (+ y[r, j] when accumulate), f32 accumulation, for rows <= GEMV_ROWS. One warp per
+// output column j reads w's row once for all rows with 16-byte loads; k % 8 == 0.
+#define GEMV_ROWS 8
+extern "C" __global__ void gemv_bf16(float* y, const bf16_t* w, const float* x, const float* b,
+                                     int rows, int k, int n, int has_bias, int accumulate) {
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (warp >= n) return;
+    const uint4* wr = (const uint4*)(w + (size_t)warp * k);
+    float acc[GEMV_ROWS];
+    for (int r = 0; r < GEMV_ROWS; ++r) acc[r] = 0.f;
+    for (int c = lane; c < k / 8; c += 32) {
+        uint4 p = wr[c];
+        unsigned int words[4] = {p.x, p.y, p.z, p.w};
+        float wf[8];
+        for (int e = 0; e < 4; ++e) {
+            wf[2 * e] = __uint_as_float(words[e] << 16);
+            wf[2 * e + 1] = __uint_as_float(words[e] & 0xffff0000u);
+        }
+        for (int r = 0; r < GEMV_ROWS; ++r) {
+            if (r < rows) {
+                const float4* xr = (const float4*)(x + (size_t)r * k) + 2 * c;
+                float4 a = xr[0], bb = xr[1];
+                float xv[8] = {a.x, a.y, a.z, a.w, bb.x, bb.y, bb.z, bb.w};
+                for (int e = 0; e < 8; ++e) acc[r] += bf16_to_f32(f32_to_bf16(xv[e])) * wf[e];
+            }
+        }
+    }
+    for (int r = 0; r < GEMV_ROWS; ++r) {
+        if (r < rows) {
+            float s = warp_sum(acc[r]);
+            if (lane == 0) {
+                size_t o = (size_t)r * n + warp;
+                if (has_bias) s += b[warp];
+                y[o] = accumulate ? y[o] + s : s;
+            }
+        }
+    }
+}
+
+// Split qkv[rows, (heads + 2 kv_heads) hd] into q[rows, heads hd], k and v[rows, kv_heads hd],
+// rotating q and k (rotate_half convention, tables [rows, hd]). One thread per (row, column
+// pair) of the q|k|v layout: column c < half of each head pairs with c + half.
+extern "C" __global__ void split_qkv_rope(float* q, float* k, float* v, const float* qkv,
+                                          const float* cos_t, const float* sin_t, int rows,
+                                          int heads, int kv_heads, int hd) {
+    int half = hd / 2, all_heads = heads + 2 * kv_heads;
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)rows * all_heads * half) return;
+    int i = (int)(idx % half);
+    size_t rest = idx / half;
+    int h = (int)(rest % all_heads);
+    size_t row = rest / all_heads;
+    const float* src = qkv + row * (size_t)all_heads * hd + (size_t)h * hd;
+    float a = src[i], b = src[i + half];
+    if (h >= heads + kv_heads) {  // v: copied as is
+        float* dst = v + row * (size_t)kv_heads * hd + (size_t)(h - heads - kv_heads) * hd;
+        dst[i] = a;
+        dst[i + half] = b;
+        return;
+    }
+    const float* c = cos_t + row * hd;
+    const float* s = sin_t + row * hd;
+    float* dst = h < heads ? q + row * (size_t)heads * hd + (size_t)h * hd
+                           : k + row * (size_t)kv_heads * hd + (size_t)(h - heads) * hd;
+    dst[i] = a * c[i] - b * s[i];
+    dst[i + half] = b * c[i + half] + a * s[i + half];
+}

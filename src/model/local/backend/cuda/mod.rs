@@ -31,6 +31,8 @@ use crate::model::local::LocalError;
 const ATT_T: u32 = 128;
 /// Threads per block of the other kernels.
 const BLOCK: u32 = 256;
+/// Most rows `gemv_bf16` takes (`GEMV_ROWS` in kernels.cu).
+const GEMV_ROWS: usize = 8;
 
 fn dev<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> LocalError {
     move |e| LocalError::Device(format!("CUDA {what}: {e}"))
@@ -96,6 +98,8 @@ pub struct Cuda {
     blas: CudaBlas,
     k: Kernels,
     dtype: DType,
+    /// One value, passed where a kernel takes an optional buffer it will not read.
+    dummy: CudaSlice<f32>,
     /// What was found at start-up.
     pub info: DeviceInfo,
 }
@@ -151,7 +155,9 @@ impl Cuda {
             cc.0,
             cc.1
         );
+        let dummy = stream.alloc_zeros::<f32>(1).map_err(dev("alloc"))?;
         Ok(Cuda {
+            dummy,
             stream,
             blas,
             k,
@@ -190,8 +196,88 @@ impl Cuda {
         unsafe { self.stream.alloc::<f32>(n.max(1)) }.map_err(dev("alloc"))
     }
 
-    /// `y[rows, n] = x[rows, k] · w[n, k]ᵀ + beta · y`. Row-major `y` is column-major
-    /// `yᵀ[n, rows] = w · xᵀ`: A = w (stored k-fastest, transposed), B = x (not transposed).
+    /// `y[rows, n] = x[rows, k] · w[n, k]ᵀ (+ bias) (+ y when accumulate)`.
+    ///
+    /// bf16 weights with at most [`GEMV_ROWS`] rows (decode) take the `gemv_bf16` kernel, which
+    /// reads each weight once and adds bias and residual in the same pass; otherwise cuBLAS.
+    /// Row-major `y` is column-major `yᵀ[n, rows] = w · xᵀ`: A = w (stored k-fastest,
+    /// transposed), B = x (not transposed).
+    #[allow(clippy::too_many_arguments)]
+    fn matmul(
+        &self,
+        x: &CudaSlice<f32>,
+        rows: usize,
+        k: usize,
+        w: &CudaBuf,
+        n: usize,
+        bias: Option<&CudaBuf>,
+        y: &mut CudaSlice<f32>,
+        accumulate: bool,
+    ) -> BResult<()> {
+        check("linear input", x.len(), rows * k)?;
+        check("linear weight", w.len(), n * k)?;
+        check("linear output", y.len(), rows * n)?;
+        if rows == 0 || n == 0 {
+            return Ok(());
+        }
+        if let (CudaBuf::Bf16(ws), true) = (w, rows <= GEMV_ROWS && k.is_multiple_of(8)) {
+            return self.gemv(x, rows, k, ws, n, bias, y, accumulate);
+        }
+        self.gemm(x, rows, k, w, n, y, if accumulate { 1.0 } else { 0.0 })?;
+        if let Some(b) = bias {
+            self.add_bias(y, b, rows, n)?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gemv(
+        &self,
+        x: &CudaSlice<f32>,
+        rows: usize,
+        k: usize,
+        w: &CudaSlice<u16>,
+        n: usize,
+        bias: Option<&CudaBuf>,
+        y: &mut CudaSlice<f32>,
+        accumulate: bool,
+    ) -> BResult<()> {
+        let b = match bias {
+            Some(b) => {
+                let bs = self.f32(b, "bias")?;
+                check("bias", bs.len(), n)?;
+                Some(bs)
+            }
+            None => None,
+        };
+        let ints = [
+            int(rows, "gemv")?,
+            int(k, "gemv")?,
+            int(n, "gemv")?,
+            i32::from(b.is_some()),
+            i32::from(accumulate),
+        ];
+        let mut l = self.stream.launch_builder(&self.k.gemv_bf16);
+        l.arg(y).arg(w).arg(x);
+        // Without a bias the kernel never reads `b`, but it still gets a valid pointer.
+        l.arg(b.unwrap_or(&self.dummy));
+        for v in &ints {
+            l.arg(v);
+        }
+        let warps_per_block = (BLOCK / 32) as usize;
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(warps_per_block) as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: gemv_bf16(float* y, const u16* w, const float* x, const float* b, int rows,
+        // int k, int n, int has_bias, int accumulate); w n·k, x rows·k, y rows·n values
+        // (checked by the caller), k % 8 == 0 so every row is 16-byte aligned.
+        unsafe { l.launch(cfg) }.map_err(dev("gemv_bf16"))?;
+        Ok(())
+    }
+
+    /// `y = x · wᵀ + beta · y` through cuBLAS.
     #[allow(clippy::too_many_arguments)]
     fn gemm(
         &self,
@@ -203,12 +289,6 @@ impl Cuda {
         y: &mut CudaSlice<f32>,
         beta: f32,
     ) -> BResult<()> {
-        check("linear input", x.len(), rows * k)?;
-        check("linear weight", w.len(), n * k)?;
-        check("linear output", y.len(), rows * n)?;
-        if rows == 0 || n == 0 {
-            return Ok(());
-        }
         let (m_, n_, k_) = (int(n, "gemm m")?, int(rows, "gemm n")?, int(k, "gemm k")?);
         match w {
             CudaBuf::F32(ws) => {
@@ -377,10 +457,7 @@ impl Backend for Cuda {
     ) -> BResult<CudaBuf> {
         let xs = self.f32(x, "linear input")?;
         let mut y = self.out(rows * n)?;
-        self.gemm(xs, rows, k, w, n, &mut y, 0.0)?;
-        if let Some(b) = bias {
-            self.add_bias(&mut y, b, rows, n)?;
-        }
+        self.matmul(xs, rows, k, w, n, bias, &mut y, false)?;
         Ok(CudaBuf::F32(y))
     }
 
@@ -396,11 +473,51 @@ impl Backend for Cuda {
     ) -> BResult<()> {
         let xs = self.f32(x, "linear input")?;
         let ys = self.f32_mut(acc, "residual")?;
-        self.gemm(xs, rows, k, w, n, ys, 1.0)?;
-        if let Some(b) = bias {
-            self.add_bias(ys, b, rows, n)?;
+        self.matmul(xs, rows, k, w, n, bias, ys, true)
+    }
+
+    fn split_qkv_rope(
+        &self,
+        qkv: &CudaBuf,
+        rows: usize,
+        s: AttnShape,
+        cos: &CudaBuf,
+        sin: &CudaBuf,
+    ) -> BResult<(CudaBuf, CudaBuf, CudaBuf)> {
+        let (qd, kd) = (s.heads * s.hd, s.kv_heads * s.hd);
+        let xs = self.f32(qkv, "split_qkv_rope")?;
+        let (cs, ss) = (self.f32(cos, "rope cos")?, self.f32(sin, "rope sin")?);
+        check("split_qkv_rope", xs.len(), rows * (qd + 2 * kd))?;
+        check("rope tables", cs.len().min(ss.len()), rows * s.hd)?;
+        let (mut q, mut k, mut v) = (
+            self.out(rows * qd)?,
+            self.out(rows * kd)?,
+            self.out(rows * kd)?,
+        );
+        let pairs = rows * (s.heads + 2 * s.kv_heads) * (s.hd / 2);
+        if pairs > 0 {
+            let ints = [
+                int(rows, "split_qkv_rope")?,
+                int(s.heads, "split_qkv_rope")?,
+                int(s.kv_heads, "split_qkv_rope")?,
+                int(s.hd, "split_qkv_rope")?,
+            ];
+            let mut b = self.stream.launch_builder(&self.k.split_qkv_rope);
+            b.arg(&mut q)
+                .arg(&mut k)
+                .arg(&mut v)
+                .arg(xs)
+                .arg(cs)
+                .arg(ss);
+            for x in &ints {
+                b.arg(x);
+            }
+            // SAFETY: split_qkv_rope(float* q, float* k, float* v, const float* qkv,
+            // const float* cos, const float* sin, int rows, int heads, int kv_heads, int hd);
+            // one thread per rotated pair, sizes checked above.
+            unsafe { b.launch(flat(pairs)) }.map_err(dev("split_qkv_rope"))?;
         }
-        Ok(())
+        Ok((CudaBuf::F32(q), CudaBuf::F32(k), CudaBuf::F32(v)))
     }
 
     fn add_assign(&self, x: &mut CudaBuf, y: &CudaBuf) -> BResult<()> {

@@ -88,6 +88,8 @@ pub(super) struct Kernels {
     pub(super) slice_cols: CudaFunction,
     pub(super) to_bf16: CudaFunction,
     pub(super) attention: CudaFunction,
+    pub(super) gemv_bf16: CudaFunction,
+    pub(super) split_qkv_rope: CudaFunction,
 }
 
 impl Kernels {
@@ -110,6 +112,8 @@ impl Kernels {
             slice_cols: f("slice_cols")?,
             to_bf16: f("to_bf16")?,
             attention: f("attention")?,
+            gemv_bf16: f("gemv_bf16")?,
+            split_qkv_rope: f("split_qkv_rope")?,
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Local-model benchmark over any backend: time to first token for one synthetic frame plus
 //! ~50 text tokens, batched greedy decode throughput, and achieved weight bandwidth against a
-//! roofline. The prompt mirrors the transformers baseline (research/local_vlm/
-//! bench_hf_baseline.py): 20 text ids, the frame's image tokens, 30 text ids.
+//! roofline. The prompt mirrors the transformers baseline (scripts/hf_baseline.py): 20 text
+//! ids, the frame's image tokens, 30 text ids.
 
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,8 @@
 #   3. `bench parity` on the tiny fixture and a 4-episode run on the GPU;
 #   4. scripts/hf_baseline.py: random Qwen2-VL-2B weights saved, transformers' TTFT and decode;
 #   5. `bench local` on the same weights (bf16; f32 batch 1), then `bench parity` at real
-#      shapes (f32 max |Δ| and bf16 top-1 agreement against the CPU f32 reference);
+#      shapes: f32 max |Δ| and bf16 top-1 agreement against the CPU f32 reference, and top-1
+#      agreement and greedy tokens against transformers' own logits (--reference);
 #   6. summary.json with the Rust/transformers ratios.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -82,13 +83,16 @@ step parity_tiny 60 "$BIN" bench parity --model-dir tests/fixtures/tiny-qwen2vl 
 step run_tiny 90 "$BIN" --model local:tests/fixtures/tiny-qwen2vl --device cuda --seeds 4 --steps 3 \
   --out "$OUT/runs" --run-name tiny-cuda --quiet
 step hf_baseline 240 python3 scripts/hf_baseline.py "${TINY[@]}" --save "$CKPT" --new 128 --batch 1,16 \
-  --json "$OUT/hf_baseline.json"
+  --reference "$CKPT/reference.safetensors" --json "$OUT/hf_baseline.json"
 step bench_bf16 150 "$BIN" bench local --model-dir "$CKPT" --device cuda --dtype bf16 --new 128 \
   --batch 1,16 --json "$OUT/bench_bf16.json"
 step bench_f32 120 "$BIN" bench local --model-dir "$CKPT" --device cuda --dtype f32 --new 64 \
   --batch 1 --repeats 3 --json "$OUT/bench_f32.json"
 step parity_2b 240 "$BIN" bench parity --model-dir "$CKPT" --device cuda --dtype both --positions 128 \
   --json "$OUT/parity_2b.json"
+# transformers ran in bf16 on the GPU, so its logits are no f32 oracle: gate on top-1 only.
+step parity_hf 120 "$BIN" bench parity --model-dir "$CKPT" --device cuda --dtype both \
+  --reference "$CKPT/reference.safetensors" --max-abs inf --json "$OUT/parity_hf.json"
 
 python3 - "$OUT" <<'EOF' | tee "$OUT/summary.json"
 import json, os, sys
@@ -101,7 +105,8 @@ def load(name):
         return None
 hf, rs = load("hf_baseline.json"), load("bench_bf16.json")
 s = {"hf": hf, "rust_bf16": rs, "rust_f32": load("bench_f32.json"),
-     "parity_tiny": load("parity_tiny.json"), "parity_2b": load("parity_2b.json")}
+     "parity_tiny": load("parity_tiny.json"), "parity_2b": load("parity_2b.json"),
+     "parity_hf": load("parity_hf.json")}
 if hf and rs:
     s["ratio_ttft_hf_over_rust"] = hf["ttft_ms"]["median"] / rs["ttft"]["median_ms"]
     by_b = {d["batch"]: d for d in hf["decode"]}

@@ -41,6 +41,27 @@ def config(tiny: bool) -> Qwen2VLConfig:
                          video_token_id=video_id, tie_word_embeddings=True)
 
 
+def write_reference(a, model, cfg, ids, pixels, grid, dev) -> None:
+    """input_ids, pixel_values, image_grid_thw, logits [1, S, V] and greedy_ids [1, S + 8]."""
+    from safetensors.torch import save_file
+
+    special = {cfg.image_token_id, cfg.video_token_id,
+               getattr(cfg, "vision_start_token_id", -1), getattr(cfg, "vision_end_token_id", -1)}
+    g = torch.Generator().manual_seed(1)
+    teacher = [t if t not in special else 3
+               for t in torch.randint(3, cfg.text_config.vocab_size, (a.positions,), generator=g).tolist()]
+    input_ids = torch.tensor([ids + teacher], device=dev)
+    kw = dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), pixel_values=pixels,
+              image_grid_thw=grid, mm_token_type_ids=(input_ids == cfg.image_token_id).int())
+    with torch.no_grad():
+        logits = model(**kw).logits.float()
+        greedy = model.generate(**kw, do_sample=False, min_new_tokens=8, max_new_tokens=8,
+                                pad_token_id=0)
+    save_file({"input_ids": input_ids.cpu().long(), "pixel_values": pixels.float().cpu(),
+               "image_grid_thw": grid.cpu().long(), "logits": logits.cpu().contiguous(),
+               "greedy_ids": greedy.cpu().long()}, a.reference)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="tiny shapes (smoke test on CPU)")
@@ -50,6 +71,9 @@ def main() -> None:
     ap.add_argument("--batch", default="1,16", help="decode batch sizes")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", help="also write the result here")
+    ap.add_argument("--reference", help="write transformers' logits and 8 greedy tokens for the "
+                    "prompt plus --positions teacher-forced ids here (for vlm-eval bench parity)")
+    ap.add_argument("--positions", type=int, default=128)
     a = ap.parse_args()
 
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -98,6 +122,9 @@ def main() -> None:
                     pixel_values=pixels.repeat(b, 1),
                     image_grid_thw=grid.repeat(b, 1),
                     mm_token_type_ids=(input_ids == cfg.image_token_id).int())
+
+    if a.reference:
+        write_reference(a, model, cfg, ids, pixels, grid, dev)
 
     with torch.no_grad():
         one = inputs(1)

@@ -11,6 +11,7 @@ use crate::cli::CliError;
 use crate::model::local::backend::cpu::Cpu;
 use crate::model::local::backend::Backend;
 use crate::model::local::bench::{bench_local, device_name, BenchOptions, LocalBenchReport};
+use crate::model::local::config::ModelConfig;
 use crate::model::local::device::{default_dtype, with_backend, DType, Device, WithBackend};
 use crate::model::local::engine::Engine;
 use crate::model::local::parity::{self, ParityResult, Reference};
@@ -87,9 +88,15 @@ pub struct BenchParityArgs {
     /// f32 fails when the largest logit difference exceeds this.
     #[arg(long, default_value_t = 1e-4)]
     pub max_abs: f64,
-    /// bf16 fails when top-1 agreement is below this.
+    /// bf16 (and, with --reference, f32 too) fails when top-1 agreement is below this.
     #[arg(long, default_value_t = 0.99)]
     pub min_top1: f64,
+    /// Compare with transformers' own logits and greedy tokens for its own inputs instead of
+    /// the CPU backend (a safetensors file: `scripts/hf_baseline.py --reference FILE`, or a
+    /// fixture's reference.safetensors); the file fixes the prompt, so --frame and --positions
+    /// are not used.
+    #[arg(long, value_name = "FILE")]
+    pub reference: Option<PathBuf>,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -234,6 +241,8 @@ struct ParityReport {
     device: String,
     /// True when the CPU backend was compared with itself (plumbing check only).
     self_check: bool,
+    /// What the results are compared with.
+    reference: String,
     frame_px: usize,
     prompt_tokens: usize,
     max_abs_limit: f64,
@@ -261,11 +270,25 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
             vec![DType::F32]
         }
     };
-    let self_check = a.device == Device::Cpu;
-    tracing::info!("reference: CPU f32, {} positions", a.positions);
-    let reference = Engine::load_bare(&a.model_dir, Cpu)
-        .and_then(|e| parity::reference(&e, a.frame, a.positions))
-        .map_err(|e| local_err("parity", &a.model_dir, e))?;
+    let self_check = a.device == Device::Cpu && a.reference.is_none();
+    let reference = match &a.reference {
+        Some(file) => {
+            tracing::info!("reference: transformers, {}", file.display());
+            ModelConfig::load(&a.model_dir)
+                .and_then(|cfg| parity::reference_from_file(file, cfg.text.vocab_size))
+                .map_err(|e| local_err("parity", &a.model_dir, e))?
+        }
+        None => {
+            tracing::info!("reference: CPU f32, {} positions", a.positions);
+            Engine::load_bare(&a.model_dir, Cpu)
+                .and_then(|e| parity::reference(&e, a.frame, a.positions))
+                .map_err(|e| local_err("parity", &a.model_dir, e))?
+        }
+    };
+    let against = match &a.reference {
+        Some(f) => format!("transformers reference {}", f.display()),
+        None => "CPU f32 reference".to_string(),
+    };
     let mut results = Vec::new();
     for dt in dtypes {
         let work = CompareWork {
@@ -278,13 +301,16 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
         results.push(r);
     }
 
+    let prompt_desc = if a.reference.is_some() {
+        format!("{} images", reference.prompt.images.len())
+    } else {
+        format!("{} px frame + {} text ids", a.frame, a.positions)
+    };
     println!(
-        "{} on {} vs CPU f32 reference: {} prompt positions ({} px frame + {} text ids){}",
+        "{} on {} vs {against}: {} prompt positions ({prompt_desc}){}",
         a.model_dir.display(),
         device_name(a.device),
         reference.prompt.ids.len(),
-        a.frame,
-        a.positions,
         if self_check {
             "\nnote: --device cpu compares the CPU reference with itself (a plumbing check, not a backend test)"
         } else {
@@ -319,10 +345,12 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
         if r.dtype == "f32" && (r.max_abs.is_nan() || r.max_abs > a.max_abs) {
             failures.push(format!("f32 max |Δ| {:.3e} > {:e}", r.max_abs, a.max_abs));
         }
-        if r.dtype == "bf16" && r.top1_agreement < a.min_top1 {
+        // Against transformers every precision must agree on top-1; against the CPU backend
+        // f32 is held to --max-abs instead.
+        if (r.dtype == "bf16" || a.reference.is_some()) && r.top1_agreement < a.min_top1 {
             failures.push(format!(
-                "bf16 top-1 {:.4} < {}",
-                r.top1_agreement, a.min_top1
+                "{} top-1 {:.4} < {}",
+                r.dtype, r.top1_agreement, a.min_top1
             ));
         }
     }
@@ -341,6 +369,7 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
             model_dir: a.model_dir.display().to_string(),
             device: device_name(a.device).into(),
             self_check,
+            reference: against.clone(),
             frame_px: a.frame,
             prompt_tokens: reference.prompt.ids.len(),
             max_abs_limit: a.max_abs,

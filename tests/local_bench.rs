@@ -280,3 +280,95 @@ fn weights_only_engine_matches_the_full_checkpoint_on_ids() {
     // A full folder through load_bare keeps its tokenizer.
     assert!(Engine::load_bare(&fixture(), Cpu).unwrap().tok.has_text());
 }
+
+/// Rewrite a reference file with its logits changed by `f` (other tensors copied as they are).
+fn rewrite_logits(src: &Path, dst: &Path, f: impl Fn(&mut [f32])) {
+    use safetensors::tensor::{serialize_to_file, TensorView};
+    let bytes = std::fs::read(src).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut logits: Vec<f32> = st
+        .tensor("logits")
+        .unwrap()
+        .data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    f(&mut logits);
+    let logit_bytes: Vec<u8> = logits.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let shape = st.tensor("logits").unwrap().shape().to_vec();
+    let mut views = Vec::new();
+    for (name, t) in st.tensors() {
+        let view = if name == "logits" {
+            TensorView::new(t.dtype(), shape.clone(), &logit_bytes).unwrap()
+        } else {
+            t
+        };
+        views.push((name, view));
+    }
+    serialize_to_file(views, None, dst).unwrap();
+}
+
+#[test]
+fn parity_against_transformers_references() {
+    for file in ["reference.safetensors", "reference2.safetensors"] {
+        let reference = fixture().join(file);
+        let w = vlm_eval::model::local::weights::Weights::open_files(&[reference.clone()]).unwrap();
+        let ids = w.i64_any("input_ids").unwrap().1;
+        let greedy: Vec<i64> = w.i64_any("greedy_ids").unwrap().1[ids.len()..].to_vec();
+        let json = tmp("parity-ref").join(format!("{file}.json"));
+        let o = vlm_eval(&[
+            "bench",
+            "parity",
+            "--model-dir",
+            fixture().to_str().unwrap(),
+            "--reference",
+            reference.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{file}: {}", stderr(&o));
+        let r = read_json(&json);
+        assert_eq!(r["self_check"], false, "{r}");
+        assert!(r["reference"].as_str().unwrap().contains("transformers"));
+        assert_eq!(r["prompt_tokens"], ids.len());
+        let res = &r["results"][0];
+        assert!(res["max_abs"].as_f64().unwrap() <= 1e-4, "{res}");
+        assert_eq!(res["top1_agreement"], 1.0);
+        let got: Vec<i64> = serde_json::from_value(res["greedy"].clone()).unwrap();
+        assert_eq!(
+            got, greedy,
+            "{file}: greedy tokens differ from transformers'"
+        );
+    }
+    // The comparison can fail: move every row's maximum to another column.
+    let bad = tmp("parity-ref").join("swapped.safetensors");
+    let vocab = read_json(&fixture().join("config.json"))["text_config"]["vocab_size"]
+        .as_u64()
+        .or_else(|| read_json(&fixture().join("config.json"))["vocab_size"].as_u64())
+        .unwrap() as usize;
+    rewrite_logits(&fixture().join("reference.safetensors"), &bad, |l| {
+        for row in l.chunks_exact_mut(vocab) {
+            let top = row
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .unwrap()
+                .0;
+            row[top] -= 100.0;
+        }
+    });
+    let o = vlm_eval(&[
+        "bench",
+        "parity",
+        "--model-dir",
+        fixture().to_str().unwrap(),
+        "--reference",
+        bad.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL") && out.contains("f32 top-1 0.0000"),
+        "{out}"
+    );
+}

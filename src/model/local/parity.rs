@@ -1,12 +1,16 @@
 //! Backend parity: the same teacher-forced prompt through the CPU f32 reference and another
 //! backend; maximum logit difference, top-1 agreement per position and greedy-token identity.
 
+use std::path::Path;
+
 use serde::Serialize;
 
 use super::backend::Backend;
 use super::bench::{frame_input, greedy_params};
 use super::engine::{Engine, Prompt};
+use super::preprocess::ImageInput;
 use super::sampling::{argmax, Rng};
+use super::weights::Weights;
 use super::LocalError;
 
 /// Greedy tokens compared per backend.
@@ -89,7 +93,7 @@ pub fn reference<B: Backend>(
     positions: usize,
 ) -> Result<Reference, LocalError> {
     let prompt = parity_prompt(engine, frame, positions)?;
-    let (logits, greedy) = run(engine, &prompt)?;
+    let (logits, greedy) = run(engine, &prompt, GREEDY_TOKENS)?;
     Ok(Reference {
         prompt,
         logits,
@@ -99,13 +103,86 @@ pub fn reference<B: Backend>(
     })
 }
 
-/// Prefill logits of every position and greedy tokens (batched generation, no stop ids).
+/// transformers' own result for its own inputs, as written by `scripts/hf_baseline.py
+/// --reference` (and as in the fixtures' `reference*.safetensors`): `input_ids` `[1, S]`,
+/// `pixel_values` `[patches, C·T·P·P]`, `image_grid_thw` `[images, 3]`, `logits` `[1, S, V]`
+/// (f32) and `greedy_ids` `[1, S + k]` (the prompt, then k greedy tokens). Argmax is taken over
+/// all `V` columns, as transformers does.
+pub fn reference_from_file(path: &Path, vocab: usize) -> Result<Reference, LocalError> {
+    let w = Weights::open_files(&[path.to_path_buf()])?;
+    let field = |name: &str, msg: String| LocalError::Tensor {
+        file: path.to_path_buf(),
+        name: name.into(),
+        msg,
+    };
+    let ids: Vec<u32> = w
+        .i64_any("input_ids")?
+        .1
+        .iter()
+        .map(|&x| u32::try_from(x).map_err(|_| field("input_ids", format!("has id {x}"))))
+        .collect::<Result<_, _>>()?;
+    let (pshape, pixels) = w.f32_any("pixel_values")?;
+    let (_, grids) = w.i64_any("image_grid_thw")?;
+    let (_, logits) = w.f32_any("logits")?;
+    let (_, greedy_all) = w.i64_any("greedy_ids")?;
+    let width = pshape.last().copied().unwrap_or(0);
+    if pshape.len() != 2 || width == 0 {
+        return Err(field(
+            "pixel_values",
+            format!("has shape {pshape:?}, expected [patches, dim]"),
+        ));
+    }
+    let mut images = Vec::new();
+    let mut at = 0;
+    for g in grids.chunks(3) {
+        let grid = match *g {
+            [t, h, w] if t > 0 && h > 0 && w > 0 => [t as usize, h as usize, w as usize],
+            _ => return Err(field("image_grid_thw", format!("has row {g:?}"))),
+        };
+        let n = grid[0] * grid[1] * grid[2] * width;
+        let px = pixels.get(at..at + n).ok_or_else(|| {
+            field(
+                "pixel_values",
+                "has fewer patches than the grids need".into(),
+            )
+        })?;
+        images.push(ImageInput {
+            pixels: px.to_vec(),
+            grid,
+        });
+        at += n;
+    }
+    if logits.len() != ids.len() * vocab {
+        return Err(field(
+            "logits",
+            format!(
+                "has {} values, expected {} positions × vocab_size {vocab}",
+                logits.len(),
+                ids.len()
+            ),
+        ));
+    }
+    if greedy_all.len() < ids.len() {
+        return Err(field("greedy_ids", "is shorter than input_ids".into()));
+    }
+    let greedy = greedy_all[ids.len()..].iter().map(|&x| x as u32).collect();
+    Ok(Reference {
+        prompt: Prompt { ids, images },
+        logits,
+        vocab,
+        vocab_len: vocab,
+        greedy,
+    })
+}
+
+/// Prefill logits of every position and `n` greedy tokens (batched generation, no stop ids).
 fn run<B: Backend>(
     engine: &Engine<B>,
     prompt: &Prompt,
+    n: usize,
 ) -> Result<(Vec<f32>, Vec<u32>), LocalError> {
     let logits = engine.prefill_logits(prompt)?;
-    let mut gens = engine.generate_batch(vec![(prompt.clone(), greedy_params(GREEDY_TOKENS))])?;
+    let mut gens = engine.generate_batch(vec![(prompt.clone(), greedy_params(n.max(1)))])?;
     let greedy = gens.pop().map(|g| g.tokens).unwrap_or_default();
     Ok((logits, greedy))
 }
@@ -122,7 +199,8 @@ pub fn compare<B: Backend>(
             engine.cfg.text.vocab_size, reference.vocab
         )));
     }
-    let (logits, greedy) = run(engine, &reference.prompt)?;
+    let (logits, mut greedy) = run(engine, &reference.prompt, reference.greedy.len())?;
+    greedy.truncate(reference.greedy.len());
     let (max_abs, top1_agreement) = compare_logits(
         &reference.logits,
         &logits,

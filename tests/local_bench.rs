@@ -312,7 +312,9 @@ fn rewrite_logits(src: &Path, dst: &Path, f: impl Fn(&mut [f32])) {
 fn parity_against_transformers_references() {
     for file in ["reference.safetensors", "reference2.safetensors"] {
         let reference = fixture().join(file);
-        let w = vlm_eval::model::local::weights::Weights::open_files(&[reference.clone()]).unwrap();
+        let w =
+            vlm_eval::model::local::weights::Weights::open_files(std::slice::from_ref(&reference))
+                .unwrap();
         let ids = w.i64_any("input_ids").unwrap().1;
         let greedy: Vec<i64> = w.i64_any("greedy_ids").unwrap().1[ids.len()..].to_vec();
         let json = tmp("parity-ref").join(format!("{file}.json"));

@@ -40,6 +40,61 @@ fn erf(x: f64) -> f64 {
     r.copysign(x)
 }
 
+/// Most rows that take [`gemv`] (decode) rather than `matrixmultiply` (which packs the whole
+/// weight matrix on every call: twice the memory traffic when one row is multiplied).
+const GEMV_ROWS: usize = 4;
+
+/// `x · y` with eight independent partial sums, so the compiler can vectorise it.
+fn dot(x: &[f32], y: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+    let tail: f32 = xc
+        .remainder()
+        .iter()
+        .zip(yc.remainder())
+        .map(|(a, b)| a * b)
+        .sum();
+    for (a, b) in xc.zip(yc) {
+        for i in 0..8 {
+            acc[i] += a[i] * b[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// `y[rows, n] += x[rows, k] · w[n, k]ᵀ` for a few rows: each weight row is read once for all
+/// rows, output columns split across threads (each element is computed by one thread in a
+/// fixed order, so the result does not depend on the thread count).
+fn gemv(x: &[f32], rows: usize, k: usize, w: &[f32], n: usize, y: &mut [f32]) {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let threads = threads.min(n.div_ceil(256)).max(1);
+    let cols = n.div_ceil(threads);
+    // Work on a column-major copy of y's block per thread, then scatter back.
+    let mut parts: Vec<Vec<f32>> = vec![Vec::new(); threads];
+    std::thread::scope(|s| {
+        for (t, part) in parts.iter_mut().enumerate() {
+            let (j0, j1) = (t * cols, ((t + 1) * cols).min(n));
+            let y = &*y;
+            s.spawn(move || {
+                part.reserve(rows * (j1.saturating_sub(j0)));
+                for j in j0..j1 {
+                    let wr = &w[j * k..(j + 1) * k];
+                    for r in 0..rows {
+                        part.push(y[r * n + j] + dot(&x[r * k..(r + 1) * k], wr));
+                    }
+                }
+            });
+        }
+    });
+    for (t, part) in parts.iter().enumerate() {
+        let j0 = t * cols;
+        for (i, v) in part.iter().enumerate() {
+            let (j, r) = (j0 + i / rows, i % rows);
+            y[r * n + j] = *v;
+        }
+    }
+}
+
 impl Backend for Cpu {
     type Buf = Vec<f32>;
 
@@ -81,6 +136,10 @@ impl Backend for Cpu {
             }
         }
         if rows == 0 || n == 0 {
+            return Ok(y);
+        }
+        if rows <= GEMV_ROWS {
+            gemv(x, rows, k, w, n, &mut y);
             return Ok(y);
         }
         let beta = if bias.is_some() { 1.0 } else { 0.0 };

@@ -59,9 +59,9 @@ pub enum Command {
     /// Write runs' turns as OpenAI fine-tuning chat rows (JSONL), images as data URLs.
     ExportSft(crate::sftcmd::ExportSftArgs),
     /// Play a fixed action cycle without a model; save the frames and an image-message preview.
-    Frames(crate::eval::frames::FramesArgs),
+    Frames(crate::framescmd::FramesArgs),
     /// Join shard run folders (`run --shard i/n`) into one run folder with a fresh summary.
-    Merge(crate::eval::merge::MergeArgs),
+    Merge(crate::mergecmd::MergeArgs),
     /// Compare runs: metrics table, achievement matrix, paired per-seed deltas; CSV export.
     Compare(crate::comparecmd::CompareArgs),
     /// Regression gate: exit 1 when a run is worse than a baseline beyond a tolerance.
@@ -312,8 +312,8 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
     match cli.command {
         Command::Run(a) => crate::runcmd::cmd_run(*a),
         Command::ExportSft(a) => crate::sftcmd::cmd_export_sft(a),
-        Command::Frames(a) => crate::eval::frames::cmd_frames(a),
-        Command::Merge(a) => crate::eval::merge::cmd_merge(a),
+        Command::Frames(a) => crate::framescmd::cmd_frames(a),
+        Command::Merge(a) => crate::mergecmd::cmd_merge(a),
         Command::Compare(a) => crate::comparecmd::cmd_compare(a),
         Command::Check(a) => crate::checkcmd::cmd_check(a),
         Command::Baseline(c) => crate::checkcmd::cmd_baseline(c),

@@ -13,28 +13,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cli::CliError;
 use crate::report::run::{open_run, RunData};
 use crate::report::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
 
 use super::store::{write_atomic, write_json, StoreError};
-
-/// `vlm-eval merge` flags.
-#[derive(Args, Debug)]
-pub struct MergeArgs {
-    /// Run folders to join (e.g. results/<run>_shard0of4 … _shard3of4).
-    #[arg(required = true, num_args = 1..)]
-    pub runs: Vec<PathBuf>,
-    /// The new run folder to create.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Replace --out if it exists.
-    #[arg(long)]
-    pub force: bool,
-}
 
 /// Why a merge was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -428,31 +412,6 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
         copied,
         warnings,
     })
-}
-
-/// Run `vlm-eval merge`.
-pub fn cmd_merge(a: MergeArgs) -> Result<i32, CliError> {
-    let outcome = merge_runs(&a.runs, &a.out, a.force).map_err(|e| CliError {
-        code: e.exit_code(),
-        message: e.to_string(),
-    })?;
-    for w in &outcome.warnings {
-        tracing::warn!("{w}");
-    }
-    let s = &outcome.summary;
-    println!(
-        "merged {} run(s): {} episode(s) into {} ({} frame(s) hard-linked, {} copied)",
-        a.runs.len(),
-        outcome.episodes,
-        a.out.display(),
-        outcome.linked,
-        outcome.copied
-    );
-    println!(
-        "{}: progression {:.1}% ± {:.1}, crafter score {:.2}%, {} error(s)",
-        s.model, s.progression_mean, s.progression_se, s.crafter_score, s.errors
-    );
-    Ok(0)
 }
 
 #[cfg(test)]

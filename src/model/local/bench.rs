@@ -268,7 +268,7 @@ pub fn bench_local<B: Backend>(
     }
 
     Ok(LocalBenchReport {
-        device: device_name(opts.device).into(),
+        device: opts.device.name().into(),
         dtype: opts.dtype.name().into(),
         model_dir: engine.dir.display().to_string(),
         backend: engine.be.name().into(),
@@ -284,14 +284,6 @@ pub fn bench_local<B: Backend>(
         peak_gbs: opts.peak_gbs,
         roofline_tokens_per_s_batch1: opts.peak_gbs.map(|p| p * 1e9 / bytes),
     })
-}
-
-/// Lower-case device name, as on the command line.
-pub fn device_name(d: Device) -> &'static str {
-    match d {
-        Device::Cpu => "cpu",
-        Device::Cuda => "cuda",
-    }
 }
 
 impl std::fmt::Display for LocalBenchReport {

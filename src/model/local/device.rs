@@ -18,6 +18,16 @@ pub enum Device {
     Cuda,
 }
 
+impl Device {
+    /// Lower-case name, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Cuda => "cuda",
+        }
+    }
+}
+
 /// Weight precision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -161,16 +161,6 @@ impl Cuda {
         })
     }
 
-    /// Weight precision.
-    pub fn dtype(&self) -> DType {
-        self.dtype
-    }
-
-    /// Wait for queued work (for timing).
-    pub fn synchronize(&self) -> BResult<()> {
-        self.stream.synchronize().map_err(dev("synchronize"))
-    }
-
     fn f32<'a>(&self, b: &'a CudaBuf, what: &str) -> BResult<&'a CudaSlice<f32>> {
         match b {
             CudaBuf::F32(s) => Ok(s),

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::cli::CliError;
 use crate::model::local::backend::cpu::Cpu;
 use crate::model::local::backend::Backend;
-use crate::model::local::bench::{bench_local, device_name, BenchOptions, LocalBenchReport};
+use crate::model::local::bench::{bench_local, BenchOptions, LocalBenchReport};
 use crate::model::local::config::ModelConfig;
 use crate::model::local::device::{default_dtype, with_backend, DType, Device, WithBackend};
 use crate::model::local::engine::Engine;
@@ -274,9 +274,14 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
     let reference = match &a.reference {
         Some(file) => {
             tracing::info!("reference: transformers, {}", file.display());
-            ModelConfig::load(&a.model_dir)
-                .and_then(|cfg| parity::reference_from_file(file, cfg.text.vocab_size))
-                .map_err(|e| local_err("parity", &a.model_dir, e))?
+            let cfg = ModelConfig::load(&a.model_dir)
+                .map_err(|e| local_err("parity", &a.model_dir, e))?;
+            parity::reference_from_file(file, cfg.text.vocab_size).map_err(|e| {
+                CliError::usage(format!(
+                    "bench parity --reference: {e} (give a file written by \
+                     scripts/hf_baseline.py --reference, or a fixture's reference.safetensors)"
+                ))
+            })?
         }
         None => {
             tracing::info!("reference: CPU f32, {} positions", a.positions);
@@ -309,7 +314,7 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
     println!(
         "{} on {} vs {against}: {} prompt positions ({prompt_desc}){}",
         a.model_dir.display(),
-        device_name(a.device),
+        a.device.name(),
         reference.prompt.ids.len(),
         if self_check {
             "\nnote: --device cpu compares the CPU reference with itself (a plumbing check, not a backend test)"
@@ -367,7 +372,7 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
     if let Some(path) = &a.json {
         let report = ParityReport {
             model_dir: a.model_dir.display().to_string(),
-            device: device_name(a.device).into(),
+            device: a.device.name().into(),
             self_check,
             reference: against.clone(),
             frame_px: a.frame,

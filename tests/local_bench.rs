@@ -373,4 +373,20 @@ fn parity_against_transformers_references() {
         out.contains("FAIL") && out.contains("f32 top-1 0.0000"),
         "{out}"
     );
+    // A file that is not a reference: one line naming the flag and the missing tensor.
+    let o = vlm_eval(&[
+        "bench",
+        "parity",
+        "--model-dir",
+        fixture().to_str().unwrap(),
+        "--reference",
+        fixture().join("model.safetensors").to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--reference") && err.contains("input_ids"),
+        "{err}"
+    );
 }

@@ -1,21 +1,14 @@
 //! vlm-eval: a fast, seed-exact Crafter engine and an evaluation harness for vision-language
 //! models.
+//!
+//! Layers (docs/ARCHITECTURE.md), every arrow one way:
+//! `cli → {eval, report, serve} → {agent, model, results} → crafter`.
 
 pub mod agent;
-pub mod bench;
-pub mod checkcmd;
 pub mod cli;
-pub mod comparecmd;
 pub mod crafter;
 pub mod eval;
-pub mod formats;
-pub mod framescmd;
-pub mod localbenchcmd;
-pub mod mergecmd;
 pub mod model;
 pub mod report;
-pub mod reportcmd;
-pub mod runcmd;
-pub mod runmodel;
+pub mod results;
 pub mod serve;
-pub mod sftcmd;

@@ -275,7 +275,7 @@ fn run_command_plays_with_the_local_model() {
         "stderr: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let run = vlm_eval::report::run::open_run(&out.join("tiny")).unwrap();
+    let run = vlm_eval::results::run::open_run(&out.join("tiny")).unwrap();
     assert_eq!(run.episodes.len(), 2);
     let traj = std::fs::read_to_string(run.episode_dir(0).join("trajectory.jsonl")).unwrap();
     let first: Value = serde_json::from_str(traj.lines().next().unwrap()).unwrap();

@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use vlm_eval::agent::conversation::{Conversation, ConversationConfig, Modality};
+use vlm_eval::agent::observe::encode_png;
 use vlm_eval::agent::observe::{observe, ObsFormat};
 use vlm_eval::agent::parse::{parse_reply, Protocol};
 use vlm_eval::agent::prompt::Prompts;
 use vlm_eval::crafter::{Action, Env, EnvConfig, TextureSet};
-use vlm_eval::eval::episode::encode_png;
 use vlm_eval::model::openai::{parse_response, request_body, OpenAiConfig};
 use vlm_eval::model::{ChatReply, Role, ToolCall};
 

@@ -27,12 +27,12 @@ use vlm_eval::agent::prompt::Prompts;
 use vlm_eval::crafter::{Env, EnvConfig, TextureSet};
 use vlm_eval::eval::episode::EpisodeConfig;
 use vlm_eval::eval::runner::{run, RunOptions};
-use vlm_eval::eval::store::RunDir;
-use vlm_eval::formats::{EpisodeResult, Termination};
 use vlm_eval::model::limit::AdaptiveLimit;
 use vlm_eval::model::openai::{OpenAiConfig, OpenAiModel};
 use vlm_eval::model::{ChatModel, ChatRequest, Message, ModelError, Role};
-use vlm_eval::report::summary::Summary;
+use vlm_eval::results::formats::{EpisodeResult, Termination};
+use vlm_eval::results::store::RunDir;
+use vlm_eval::results::summary::Summary;
 
 const IMAGE_SIZE: usize = 64;
 const EPISODE_LENGTH: u32 = 10_000;

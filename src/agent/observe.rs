@@ -328,6 +328,22 @@ fn balrog_text(env: &Env) -> String {
     s
 }
 
+/// Encode an RGB frame (H × W × 3) as PNG.
+pub fn encode_png(frame: &[u8], size: usize) -> Vec<u8> {
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    use image::ImageEncoder;
+    let mut out = Vec::with_capacity(frame.len() / 2);
+    let encoder = PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Sub);
+    // Writing into a Vec cannot fail for a correctly sized RGB buffer.
+    let _ = encoder.write_image(
+        frame,
+        size as u32,
+        size as u32,
+        image::ExtendedColorType::Rgb8,
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -139,6 +139,10 @@ fn check_placeholders(text: &str, path: &str) -> Result<(), PromptError> {
     Ok(())
 }
 
+/// The note prepended to the next observation after a reply with no usable action.
+pub const INVALID_NOTE: &str =
+    "Note: your last reply contained no valid action, so `noop` was played.";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! The reference is crafter 1.8.3 with chunk balancing iterating creatures in creation order
 //! (stock crafter iterates a Python set there and is not reproducible even against itself).
 
+pub mod bench;
 pub mod env;
 pub mod hash;
 pub mod noise;

@@ -19,7 +19,7 @@ use crate::model::{BoxFuture, ChatModel, ChatReply, ChatRequest, ModelError};
 
 use super::episode::EpisodeConfig;
 use super::runner::{run, RunOptions};
-use super::store::RunDir;
+use crate::results::store::RunDir;
 
 /// Harness benchmark figures.
 #[derive(Debug, Clone, Serialize)]

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::crafter::trace::sha256_hex;
 use crate::model::{ChatModel, ChatReply, ChatRequest, ModelError, Part, ToolCall, Usage};
 
-use super::store::write_json;
+use crate::results::store::write_json;
 
 /// A reply as stored in the cache.
 #[derive(Serialize, Deserialize)]

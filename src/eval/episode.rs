@@ -8,16 +8,17 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::agent::conversation::{Conversation, ConversationConfig};
-use crate::agent::observe::{observe, ObsFormat};
+use crate::agent::observe::{encode_png, observe, ObsFormat};
 use crate::agent::parse::parse_reply;
+use crate::agent::prompt::INVALID_NOTE;
 use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
 use crate::model::{ChatModel, ChatReply};
 
 use super::budget::Budget;
 use super::cache::ResponseCache;
-use super::store::{EpisodeWriter, RunDir, StoreError};
-use crate::formats::{latency_stats, EpisodeResult, Termination};
+use crate::results::formats::{latency_stats, EpisodeResult, Termination};
+use crate::results::store::{EpisodeWriter, RunDir, StoreError};
 
 /// Options for every episode of a run.
 #[derive(Clone)]
@@ -44,26 +45,6 @@ pub struct EpisodeConfig {
     pub cache: Option<Arc<ResponseCache>>,
     /// Send the episode's env seed as the API `seed` parameter.
     pub api_seed: bool,
-}
-
-/// The note prepended to the next observation after a reply with no usable action.
-pub const INVALID_NOTE: &str =
-    "Note: your last reply contained no valid action, so `noop` was played.";
-
-/// Encode an RGB frame (H × W × 3) as PNG.
-pub fn encode_png(frame: &[u8], size: usize) -> Vec<u8> {
-    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
-    use image::ImageEncoder;
-    let mut out = Vec::with_capacity(frame.len() / 2);
-    let encoder = PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Sub);
-    // Writing into a Vec cannot fail for a correctly sized RGB buffer.
-    let _ = encoder.write_image(
-        frame,
-        size as u32,
-        size as u32,
-        image::ExtendedColorType::Rgb8,
-    );
-    out
 }
 
 fn add(total: Option<u64>, part: Option<u64>, first: bool) -> Option<u64> {

@@ -3,7 +3,7 @@
 
 use crate::crafter::{Action, Env, EnvConfig, TextureSet};
 
-use super::episode::encode_png;
+use crate::agent::observe::encode_png;
 
 /// The default action cycle: stand still, walk each way, interact.
 pub const DEFAULT_CYCLE: [Action; 6] = [

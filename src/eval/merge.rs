@@ -15,10 +15,10 @@ use std::time::SystemTime;
 
 use serde_json::{json, Value};
 
-use crate::report::run::{open_run, RunData};
-use crate::report::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
+use crate::results::run::{open_run, RunData};
+use crate::results::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
 
-use super::store::{write_atomic, write_json, StoreError};
+use crate::results::store::{write_atomic, write_json, StoreError};
 
 /// Why a merge was refused or failed.
 #[derive(Debug, thiserror::Error)]

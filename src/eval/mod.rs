@@ -8,4 +8,3 @@ pub mod frames;
 pub mod merge;
 pub mod runner;
 pub mod shard;
-pub mod store;

@@ -10,12 +10,12 @@ use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
-use crate::formats::{EpisodeResult, Termination};
 use crate::model::ChatModel;
-use crate::report::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
+use crate::results::formats::{EpisodeResult, Termination};
+use crate::results::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
 
 use super::episode::{run_episode, EpisodeConfig};
-use super::store::{write_json, RunDir, StoreError};
+use crate::results::store::{write_json, RunDir, StoreError};
 
 /// What a run needs besides the model.
 #[derive(Clone)]

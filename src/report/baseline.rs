@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::crafter::ACHIEVEMENT_NAMES;
-use crate::formats::{EpisodeResult, Termination};
+use crate::results::formats::{EpisodeResult, Termination};
 
-use super::run::{open_run, RunData};
 use super::stats::{crafter_score, mean, standard_error};
-use super::summary::{summarize, ReadError, Summary};
+use crate::results::run::{open_run, RunData};
+use crate::results::summary::{summarize, ReadError, Summary};
 
 /// `format` field of a baseline file.
 pub const BASELINE_FORMAT: &str = "vlm-eval-baseline";
@@ -327,7 +327,7 @@ pub fn baseline_from_run(run: &RunData) -> BaselineFile {
 
 /// Write a baseline file atomically.
 pub fn save_baseline(path: &Path, b: &BaselineFile) -> Result<(), ReadError> {
-    crate::eval::store::write_json(path, b).map_err(|e| ReadError::Write {
+    crate::results::store::write_json(path, b).map_err(|e| ReadError::Write {
         path: path.display().to_string(),
         message: e.to_string(),
     })

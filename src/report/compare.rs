@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 
 use crate::crafter::ACHIEVEMENT_NAMES;
-use crate::formats::{EpisodeResult, Termination};
+use crate::results::formats::{EpisodeResult, Termination};
 
 use super::baseline::unfinished_seeds;
-use super::run::RunData;
 use super::stats::{mean, paired_bootstrap_ci, sign_flip_p_value, Interval, PValue};
-use super::summary::{summarize, Summary};
+use crate::results::run::RunData;
+use crate::results::summary::{summarize, Summary};
 
 /// How rows are formed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

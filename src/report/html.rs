@@ -8,12 +8,12 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::crafter::ACHIEVEMENT_NAMES;
-use crate::formats::Termination;
+use crate::results::formats::Termination;
 
 use super::html_episode::{episode_progress, episode_section, mean_progress};
-use super::run::RunData;
-use super::summary::{summarize, Summary};
 use super::svg::{bar_chart, line_chart, Bar, Series};
+use crate::results::run::RunData;
+use crate::results::summary::{summarize, Summary};
 
 /// Escape text for HTML element content and quoted attribute values (`& < > " '`).
 pub fn escape(text: &str) -> String {
@@ -436,7 +436,7 @@ mod tests {
     #[test]
     fn hostile_run_text_is_escaped_everywhere() {
         let dir = hostile_run();
-        let run = super::super::run::open_run(&dir).unwrap();
+        let run = crate::results::run::open_run(&dir).unwrap();
         let report = build_report(&run, &ReportOptions::default());
         let html = &report.html;
         let lower = html.to_lowercase();

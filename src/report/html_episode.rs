@@ -11,10 +11,10 @@ use image::codecs::png::{CompressionType, FilterType as PngFilter, PngEncoder};
 use image::{Delay, Frame, RgbaImage};
 use serde_json::Value;
 
-use crate::formats::EpisodeResult;
+use crate::results::formats::EpisodeResult;
 
 use super::html::{escape, ReportOptions};
-use super::run::RunData;
+use crate::results::run::RunData;
 
 /// Unique achievements after each played turn: element 0 is the start (0), element t + 1 is
 /// after turn t. Uses `executed[].unlocked`; trajectories without it fall back to

@@ -15,10 +15,10 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::crafter::ACHIEVEMENT_NAMES;
-use crate::formats::EpisodeResult;
+use crate::results::formats::EpisodeResult;
 
-use super::run::RunData;
-use super::summary::ReadError;
+use crate::results::run::RunData;
+use crate::results::summary::ReadError;
 
 /// Which episodes and turns become rows.
 #[derive(Clone, Debug, Default)]

@@ -1,41 +1,28 @@
-//! `vlm-eval bench serve`: env steps per second through the HTTP API with many concurrent
+//! The `bench serve` measurement: env steps per second through the HTTP API with many concurrent
 //! sessions, and session-creation (reset) latency, measured with an in-process server and an
 //! in-process HTTP client on loopback (both share the machine's cores).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Args;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{start, ServeConfig};
-use crate::cli::CliError;
 use crate::crafter::rng::RandomState;
 use crate::crafter::{Action, TextureSet};
 
-/// `vlm-eval bench serve` flags.
-#[derive(Args, Debug)]
-pub struct BenchServeArgs {
+/// What `bench serve` measures.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeBenchOptions {
     /// Sessions stepped concurrently.
-    #[arg(long, default_value_t = 64)]
     pub sessions: usize,
     /// Step requests per session in each throughput phase.
-    #[arg(long, default_value_t = 200)]
     pub requests: usize,
     /// Sessions created one after another to time a reset.
-    #[arg(long, default_value_t = 30)]
     pub resets: usize,
     /// Frame size in pixels.
-    #[arg(long, default_value_t = 64)]
     pub image_size: usize,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Directory with crafter's textures.
-    #[arg(long)]
-    pub assets: Option<PathBuf>,
 }
 
 /// Figures from `bench serve`.
@@ -138,7 +125,7 @@ async fn drive(
     Ok(steps)
 }
 
-async fn throughput(a: &BenchServeArgs, base: &str, text: bool) -> Result<(f64, f64), String> {
+async fn throughput(a: &ServeBenchOptions, base: &str, text: bool) -> Result<(f64, f64), String> {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(a.sessions)
         .build()
@@ -167,7 +154,7 @@ async fn throughput(a: &BenchServeArgs, base: &str, text: bool) -> Result<(f64, 
 
 /// Run the benchmark.
 pub async fn bench_serve(
-    a: &BenchServeArgs,
+    a: &ServeBenchOptions,
     textures: Arc<TextureSet>,
 ) -> Result<ServeBenchReport, String> {
     let cfg = ServeConfig {
@@ -242,41 +229,4 @@ pub async fn bench_serve(
         reset_ms_mean: mean,
         create_all_ms,
     })
-}
-
-/// `vlm-eval bench serve`.
-pub fn cmd_bench_serve(a: BenchServeArgs) -> Result<i32, CliError> {
-    if a.sessions == 0 || a.requests == 0 || a.resets == 0 {
-        return Err(CliError::usage(
-            "--sessions, --requests and --resets must be at least 1",
-        ));
-    }
-    if !(9..=1024).contains(&a.image_size) {
-        return Err(CliError::usage("--image-size must be 9..=1024"));
-    }
-    let textures = Arc::new(crate::cli::load_textures(a.assets.as_deref())?);
-    let r = crate::cli::runtime()?
-        .block_on(bench_serve(&a, textures))
-        .map_err(|message| CliError { code: 1, message })?;
-    if a.json {
-        println!("{}", serde_json::to_string(&r).unwrap_or_default());
-    } else {
-        println!(
-            "{} sessions, {}x{} frames, HTTP on loopback (server and client in this process)",
-            r.sessions, r.image_size, r.image_size
-        );
-        println!(
-            "one action per request: {:.0} env steps/s ({:.0} requests/s)",
-            r.steps_per_sec_actions, r.requests_per_sec_actions
-        );
-        println!(
-            "model text with 4 actions per request: {:.0} env steps/s ({:.0} requests/s)",
-            r.steps_per_sec_text, r.requests_per_sec_text
-        );
-        println!(
-            "reset (POST /v1/sessions, one at a time): median {:.2} ms, mean {:.2} ms; {} at once: {:.1} ms",
-            r.reset_ms_median, r.reset_ms_mean, r.sessions, r.create_all_ms
-        );
-    }
-    Ok(0)
 }

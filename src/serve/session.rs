@@ -6,11 +6,12 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::agent::observe::encode_png;
 use crate::agent::observe::{observe, ObsFormat};
 use crate::agent::parse::{parse_reply, Parsed, Protocol};
+use crate::agent::prompt::INVALID_NOTE;
 use crate::crafter::rules::item;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES, ITEM_NAMES};
-use crate::eval::episode::{encode_png, INVALID_NOTE};
 use crate::model::ChatReply;
 
 /// Options fixed when a session is created.

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::formats::{EpisodeResult, Termination};
 use crate::crafter::ACHIEVEMENT_NAMES;
-use crate::formats::{EpisodeResult, Termination};
 
-use super::stats::{crafter_score, mean, percentile, standard_error};
+use super::metrics::{crafter_score, mean, percentile, standard_error};
 
 /// Problems reading a run.
 #[derive(Debug, thiserror::Error)]
@@ -265,7 +265,7 @@ pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<String>]) -> Result<(
         w.write_record(r).map_err(|e| err(&e))?;
     }
     let bytes = w.into_inner().map_err(|e| err(&e))?;
-    crate::eval::store::write_atomic(path, &bytes).map_err(|e| err(&e))
+    super::store::write_atomic(path, &bytes).map_err(|e| err(&e))
 }
 
 /// Write `summary.json`, `summary.csv` and `achievements.csv` into a run folder.
@@ -275,7 +275,7 @@ pub fn write_summary(
     episodes: &[EpisodeResult],
 ) -> Result<Vec<PathBuf>, ReadError> {
     let json = run.join("summary.json");
-    crate::eval::store::write_json(&json, summary).map_err(|e| ReadError::Write {
+    super::store::write_json(&json, summary).map_err(|e| ReadError::Write {
         path: json.display().to_string(),
         message: e.to_string(),
     })?;

@@ -1,19 +1,16 @@
-//! The `check` (regression gate) and `baseline save` commands.
+//! `vlm-eval check`: the regression gate.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 
-use crate::cli::CliError;
-use crate::comparecmd::check_confidence;
-use crate::report::baseline::{
-    baseline_from_run, config_differences, load_results, save_baseline, Metric, ResultSet,
-    SourceKind,
-};
+use super::common::{check_confidence, partial_error};
+use super::error::CliError;
+use crate::report::baseline::{config_differences, load_results, Metric, ResultSet, SourceKind};
 use crate::report::check::{check_metric, junit, markdown, CheckOptions};
-use crate::report::run::open_run;
 use crate::report::stats::DEFAULT_RESAMPLES;
+use crate::results::run::open_run;
 
 const CHECK_HELP: &str = "\
 Rule, per metric (higher is better for all): delta = run - baseline. U is the upper one-sided \
@@ -62,36 +59,6 @@ pub struct CheckArgs {
     /// Accept run folders with unfinished episodes (by default they are bad input: exit 2).
     #[arg(long)]
     pub allow_partial: bool,
-}
-
-/// `vlm-eval baseline …`
-#[derive(Subcommand, Debug)]
-pub enum BaselineCommand {
-    /// Save a run's per-seed metric values and summary as a small baseline file for `check`.
-    Save(BaselineSaveArgs),
-}
-
-/// `vlm-eval baseline save` arguments.
-#[derive(Args, Debug)]
-pub struct BaselineSaveArgs {
-    /// Run folder (results/<run>).
-    pub run: PathBuf,
-    /// Baseline file to write (JSON).
-    pub file: PathBuf,
-    /// Accept a run with unfinished episodes.
-    #[arg(long)]
-    pub allow_partial: bool,
-}
-
-fn partial_error(path: &Path, unfinished: &[i64], planned: usize) -> CliError {
-    let seeds: Vec<String> = unfinished.iter().take(10).map(i64::to_string).collect();
-    CliError::usage(format!(
-        "{} is a partial run: {} of {planned} planned episodes have no episode.json (seeds {}{}): finish it by rerunning the same command, or pass --allow-partial",
-        path.display(),
-        unfinished.len(),
-        seeds.join(", "),
-        if unfinished.len() > 10 { ", …" } else { "" }
-    ))
 }
 
 fn refuse_partial(r: &ResultSet, allow: bool) -> Result<(), CliError> {
@@ -246,7 +213,7 @@ pub fn cmd_check(a: CheckArgs) -> Result<i32, CliError> {
     println!("{md}");
     append_step_summary(&md);
     if let Some(path) = &a.junit {
-        crate::eval::store::write_atomic(path, junit(&verdicts, &opts).as_bytes()).map_err(
+        crate::results::store::write_atomic(path, junit(&verdicts, &opts).as_bytes()).map_err(
             |e| CliError {
                 code: 2,
                 message: format!("cannot write --junit {}: {e}", path.display()),
@@ -258,33 +225,4 @@ pub fn cmd_check(a: CheckArgs) -> Result<i32, CliError> {
     } else {
         0
     })
-}
-
-/// Run `vlm-eval baseline save`.
-pub fn cmd_baseline(c: BaselineCommand) -> Result<i32, CliError> {
-    let BaselineCommand::Save(a) = c;
-    let run = open_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
-    let b = baseline_from_run(&run);
-    let unfinished = crate::report::baseline::unfinished_seeds(&run);
-    if !a.allow_partial && !unfinished.is_empty() {
-        return Err(partial_error(
-            &run.dir,
-            &unfinished,
-            run.episodes.len() + unfinished.len(),
-        ));
-    }
-    save_baseline(&a.file, &b).map_err(|e| CliError {
-        code: 2,
-        message: e.to_string(),
-    })?;
-    println!(
-        "baseline of {} episodes (model {}, run {}; progression {:.2} ± {:.2}) saved to {}",
-        b.episodes.len(),
-        b.model,
-        b.run,
-        b.summary.progression_mean,
-        b.summary.progression_se,
-        a.file.display()
-    );
-    Ok(0)
 }

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::CliError;
+use super::RunArgs;
+use crate::cli::error::CliError;
 use crate::model::openai::OpenAiConfig;
-use crate::runcmd::RunArgs;
 
 /// Built-in prices (USD per 1M input, output tokens) for common models.
 pub fn builtin_price(model: &str) -> Option<(f64, f64)> {

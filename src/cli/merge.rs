@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::cli::CliError;
+use super::error::CliError;
 use crate::eval::merge::merge_runs;
 
 /// `vlm-eval merge` flags.

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::cli::CliError;
+use super::error::CliError;
 
 use crate::report::html::{build_report, ReportOptions};
-use crate::report::run::open_run;
+use crate::results::run::open_run;
 
 /// `vlm-eval report` flags.
 #[derive(Args, Debug)]
@@ -66,7 +66,7 @@ pub fn cmd_report(a: ReportArgs) -> Result<i32, CliError> {
         tracing::warn!("{w}");
     }
     let out = a.out.unwrap_or_else(|| a.run.join("report.html"));
-    crate::eval::store::write_atomic(&out, report.html.as_bytes()).map_err(|e| CliError {
+    crate::results::store::write_atomic(&out, report.html.as_bytes()).map_err(|e| CliError {
         code: 1,
         message: format!("{e} (pass --out to write the report elsewhere)"),
     })?;

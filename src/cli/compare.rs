@@ -4,13 +4,14 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::CliError;
+use super::common::check_confidence;
+use super::error::CliError;
 use crate::report::compare::{
     achievement_table, group_runs, main_tables, paired, paired_csv, paired_table, parse_columns,
     GroupBy, Table, NOISE_NOTE,
 };
-use crate::report::run::open_run;
 use crate::report::stats::DEFAULT_RESAMPLES;
+use crate::results::run::open_run;
 
 /// Row grouping on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -76,7 +77,7 @@ pub fn render(t: &Table) -> String {
 /// Write a table as CSV (atomically).
 pub fn write_table_csv(path: &Path, t: &Table) -> Result<(), CliError> {
     let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
-    crate::report::summary::write_csv(path, &header, &t.rows).map_err(|e| CliError {
+    crate::results::summary::write_csv(path, &header, &t.rows).map_err(|e| CliError {
         code: 1,
         message: e.to_string(),
     })
@@ -89,16 +90,6 @@ pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "compare".into());
     path.with_file_name(format!("{stem}.{suffix}.csv"))
-}
-
-/// Validate a confidence level given on the command line.
-pub fn check_confidence(c: f64) -> Result<(), CliError> {
-    if !(0.5..1.0).contains(&c) {
-        return Err(CliError::usage(format!(
-            "--confidence {c} is out of range: give a level in [0.5, 1), e.g. 0.95"
-        )));
-    }
-    Ok(())
 }
 
 /// Run `vlm-eval compare`.

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::json;
 
-use crate::cli::{load_textures, CliError};
+use super::common::load_textures;
+use super::error::CliError;
 use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, ACTION_NAMES};
 use crate::eval::frames::{play_frames, DEFAULT_CYCLE};
-use crate::eval::store::{write_atomic, EpisodeWriter};
 use crate::model::openai::png_data_url;
+use crate::results::store::{write_atomic, EpisodeWriter};
 
 /// `vlm-eval frames` flags.
 #[derive(Args, Debug)]

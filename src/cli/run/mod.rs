@@ -9,24 +9,27 @@ use clap::Args;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+mod model;
+
 use crate::agent::conversation::{ConversationConfig, Modality};
 use crate::agent::observe::ObsFormat;
 use crate::agent::parse::Protocol;
 use crate::agent::prompt::Prompts;
-use crate::cli::{load_textures, CliError};
+use crate::cli::common::{load_textures, runtime};
+use crate::cli::error::CliError;
 use crate::crafter::trace::sha256_hex;
 use crate::eval::budget::Budget;
 use crate::eval::cache::ResponseCache;
 use crate::eval::episode::EpisodeConfig;
 use crate::eval::runner::{run, RunOptions};
 use crate::eval::shard::Shard;
-use crate::eval::store::RunDir;
 use crate::model::baseline::{RandomModel, ScriptedModel};
 use crate::model::mock::MockServer;
 use crate::model::openai::OpenAiModel;
 use crate::model::ChatModel;
-use crate::report::summary::Summary;
-use crate::runmodel::{builtin_price, is_local, load_local, openai_config, Quirks};
+use crate::results::store::RunDir;
+use crate::results::summary::Summary;
+use model::{builtin_price, is_local, load_local, openai_config, Quirks};
 
 /// `vlm-eval run` flags (all optional here so a `--config` file can fill them; defaults apply last).
 #[derive(Args, Debug, Clone, Default, Deserialize)]
@@ -492,7 +495,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         Some(dir) => Some(load_local(model_name.clone(), dir, &a, concurrency)?),
         None => None,
     };
-    let runtime = crate::cli::runtime()?;
+    let runtime = runtime()?;
     let outcome = runtime.block_on(async move {
         let mut _server = None;
         let model: Arc<dyn ChatModel> = match (local_model, model_name.as_str()) {

@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::cli::CliError;
+use super::error::CliError;
 
-use crate::report::run::open_run;
 use crate::report::sft::{
     check_achievements, export_run, parse_min_progression, SftFilter, SftStats,
 };
-use crate::report::summary::ReadError;
+use crate::results::run::open_run;
+use crate::results::summary::ReadError;
 
 /// `vlm-eval export-sft` flags.
 #[derive(Args, Debug)]

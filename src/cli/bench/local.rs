@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::cli::CliError;
+use crate::cli::error::{CliError, EXIT_USAGE};
 use crate::model::local::backend::cpu::Cpu;
 use crate::model::local::backend::Backend;
 use crate::model::local::bench::{bench_local, BenchOptions, LocalBenchReport};
@@ -107,13 +107,13 @@ pub struct BenchParityArgs {
 fn local_err(cmd: &str, dir: &Path, e: LocalError) -> CliError {
     let (code, hint) = match e {
         LocalError::Internal(_) => (1, ""),
-        LocalError::Device(_) => (crate::cli::EXIT_USAGE, ""),
+        LocalError::Device(_) => (EXIT_USAGE, ""),
         LocalError::File { .. } | LocalError::Field { .. } | LocalError::Tensor { .. } => (
-            crate::cli::EXIT_USAGE,
+            EXIT_USAGE,
             " (point --model-dir at a Qwen2-VL checkpoint folder with config.json and \
              model.safetensors)",
         ),
-        _ => (crate::cli::EXIT_USAGE, ""),
+        _ => (EXIT_USAGE, ""),
     };
     CliError {
         code,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::formats::EpisodeResult;
+use super::formats::EpisodeResult;
 
 use super::summary::ReadError;
 

@@ -1,0 +1,330 @@
+//! Turning a model's reply into Crafter actions, tolerantly and without ever panicking.
+//!
+//! Two protocols exist. Under [`Protocol::Tool`] the model is offered the `interact_many`
+//! function (see [`crate::agent::tools`]) and may return up to `max_actions` actions per turn;
+//! under [`Protocol::Text`] it answers in prose, BALROG style, and exactly one action is taken.
+//!
+//! Stages, first hit wins:
+//!
+//! | Tool protocol                       | Text protocol                       |
+//! |-------------------------------------|-------------------------------------|
+//! | 1. tool calls ([`ParseSource::ToolCall`]) | 1. explicit markers (`ACTION:`, `<action>`) |
+//! | 2. tool-call JSON in the text ([`ParseSource::ToolJsonInText`]) | 2. tool calls, then JSON in the text |
+//! | 3. explicit markers                 | 3. bullet / numbered lists          |
+//! | 4. bullet / numbered lists          | 4. a bare action (whole reply, last or first line) |
+//! | 5. a bare action                    | 5. the last mention of an action name in prose |
+//! | 6. the last mention of an action name |                                   |
+//!
+//! Tool calls count when their name looks like ours (`interact_many`, anything containing
+//! `interact`, `action` or `crafter`, or `act`/`step`/`play`/`execute`/`run`), when their
+//! arguments carry an action key (`actions`, `action`, `commands`, `command`, `actions_list`,
+//! `action_list`, `action_sequence`, `moves`), or when the function is named after an action
+//! (`{"name": "move_left"}`). String arguments are parsed strictly first and then by a lenient
+//! JSON reader that accepts code fences, single quotes, unquoted keys and words, trailing or
+//! missing commas and truncated input (missing `"]}`). Action payloads may be an array of
+//! strings, ids or `{"action": …}` objects, a single string, or a comma/`then`-separated string.
+//! In text, tool-call-like JSON is found anywhere (`<tool_call>{…}</tool_call>`, fenced or
+//! bare objects, `{"tool_calls": […]}`, payloads nested in other objects, or a JSON array of
+//! action names); several blobs are concatenated like several tool calls.
+//!
+//! Explicit markers are `<action>…</action>`, `<actions>…</actions>`, `<|ACTION|>…<|END|>` and
+//! a colon after one of the words action(s), answer, move, command, decision, choice ("ACTION:",
+//! "**Final action:**", "Action 2:", "Answer:"), whose content is the rest of the line, or when
+//! that is blank the next non-blank line plus any list lines right after it.
+//! In text, the **last** explicit marker with a usable action wins (models reason first). Under
+//! the tool protocol, markers directly adjacent to it (consecutive `ACTION:` lines, or
+//! `<action>` tags) and comma/`then`/`and`-separated lists inside it form a sequence. Text
+//! after the last `</think>` is preferred when present.
+//!
+//! # Aliases accepted by [`normalize_action`]
+//!
+//! Input is stripped of quotes, brackets, markdown and trailing punctuation, split into
+//! lowercase words at spaces, hyphens, underscores, other punctuation and camelCase
+//! boundaries (`MoveLeft`, `MOVE_LEFT`, `move-left`, `Move left` are all `move_left`). Then:
+//!
+//! | Action | Accepted besides the canonical name |
+//! |---|---|
+//! | any | id `"0"`..`"16"`; BALROG display name ("Move West", "Make Wood Pickaxe"); the name without separators (`moveleft`) |
+//! | `noop` | no op, nop, none, nothing, do nothing, no action, null, idle, wait, stay, stay still, stand, stand still, pass, skip, remain |
+//! | `move_left`/`right`/`up`/`down` | optional verb (move, go, walk, step, head, run, turn, face) + left/west, right/east, up/north, down/south (also `…ward(s)`); arrows ← → ↑ ↓ ⬅ ➡ ⬆ ⬇ |
+//! | `do` | interact, collect, attack, use, hit, mine, chop, gather, harvest, eat, drink, fight, strike, punch, grab, pick up, act, dig, cut, kill, defeat, get, take, do action; any of these verbs (or `do`) + a target (wood, tree, stone, rock, coal, iron, diamond, water, drink, sapling, grass, cow, zombie, skeleton, plant, it, with) — so achievement names like `collect_wood`, `eat_cow` map to `do` |
+//! | `sleep` | rest, nap, take nap, go to sleep, go sleep, sleep now |
+//! | `place_*` | verb (place, put, set, drop, build) + stone/rock, table/crafting table/craft table/workbench/work bench/crafting bench, furnace, plant/sapling; make/craft/create/construct + table or furnace; plant, plant sapling, sow, sow sapling |
+//! | `make_*` | optional verb (make, craft, build, create, forge) + wood/wooden, stone, iron + pickaxe/pickax/pick/pick axe, sword |
+//!
+//! Filler words (the, a, an, to, toward(s), one, 1, single, step(s), tile(s), square, once,
+//! please, action(s), by, space, cell) are dropped in a second attempt, so "move one step to
+//! the left", "make a wooden pickaxe" and "action 3" work. Single letters (w/a/s/d) and bare
+//! material names ("table", "stone") are deliberately *not* accepted: they are ambiguous.
+
+mod lenient;
+mod names;
+mod text;
+mod toolcall;
+
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::tools::display_name;
+use crate::crafter::rules::Action;
+use crate::model::ChatReply;
+pub use names::normalize_action;
+use text::{stage_bare, stage_lists, stage_markers, stage_mention};
+use toolcall::{stage_json_in_text, stage_tool_calls};
+
+/// How the model is asked to act.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The `interact_many` function tool; several actions per turn.
+    Tool,
+    /// Free text, BALROG style; one action per turn.
+    Text,
+}
+
+/// Where the parsed actions came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParseSource {
+    /// A proper tool call.
+    ToolCall,
+    /// A tool-call-like JSON blob inside the reply text.
+    ToolJsonInText,
+    /// Prose: markers, lists, a bare name or a mention.
+    Text,
+    /// Nothing usable.
+    None,
+}
+
+/// The outcome of parsing one reply.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Parsed {
+    /// Actions to run, at most `max_actions` (one under the text protocol); empty means nothing
+    /// usable (the caller substitutes one noop).
+    #[serde(serialize_with = "ser_actions")]
+    pub actions: Vec<Action>,
+    /// The model's reasoning: tool `reasoning` argument, else the server's reasoning field,
+    /// else a `<think>` block, else the text preceding the action.
+    pub reasoning: Option<String>,
+    /// Which stage produced the actions.
+    pub source: ParseSource,
+    /// Action strings from tool arguments, JSON payloads or explicit markers that could not be
+    /// normalised (dropped); at most 32, each clipped to 120 characters.
+    pub unknown: Vec<String>,
+    /// How many valid actions were cut by the per-turn limit.
+    pub truncated: usize,
+}
+
+fn ser_actions<S: Serializer>(actions: &[Action], s: S) -> Result<S::Ok, S::Error> {
+    let names: Vec<&str> = actions.iter().map(|a| a.name()).collect();
+    names.serialize(s)
+}
+
+const MAX_UNKNOWN: usize = 32;
+const MAX_UNKNOWN_CHARS: usize = 120;
+const MAX_NORMALIZE_LEN: usize = 100;
+const MAX_DEPTH: usize = 48;
+const MAX_JSON_STARTS: usize = 64;
+const MAX_MARKERS: usize = 256;
+/// Pieces of one action list looked at (far beyond any real per-turn limit).
+const MAX_PIECES: usize = 4096;
+
+const ACTION_KEYS: [&str; 8] = [
+    "actions",
+    "action",
+    "commands",
+    "command",
+    "actions_list",
+    "action_list",
+    "action_sequence",
+    "moves",
+];
+const REASONING_KEYS: [&str; 8] = [
+    "reasoning",
+    "reason",
+    "thought",
+    "thoughts",
+    "thinking",
+    "rationale",
+    "explanation",
+    "think",
+];
+const ARG_KEYS: [&str; 5] = ["arguments", "parameters", "args", "input", "params"];
+const ITEM_KEYS: [&str; 7] = [
+    "action", "name", "type", "value", "command", "id", "actions",
+];
+
+/// Parse a reply into actions: tool calls first (any call whose name is interact_many or
+/// similar, or any call with an `actions`/`action` argument), then a tolerant text fallback.
+pub fn parse_reply(reply: &ChatReply, protocol: Protocol, max_actions: usize) -> Parsed {
+    let cap = match protocol {
+        Protocol::Tool => max_actions.max(1),
+        Protocol::Text => 1,
+    };
+    let multi = protocol == Protocol::Tool;
+    let text = reply.text.as_deref().unwrap_or("");
+    let (think, body) = split_think(text);
+    let mut unk = Unknowns::default();
+
+    let hit = match protocol {
+        Protocol::Tool => stage_tool_calls(reply, body, &mut unk)
+            .or_else(|| stage_json_in_text(body, &mut unk))
+            .or_else(|| stage_markers(body, multi, &mut unk))
+            .or_else(|| stage_lists(body))
+            .or_else(|| stage_bare(body))
+            .or_else(|| stage_mention(body)),
+        Protocol::Text => stage_markers(body, multi, &mut unk)
+            .or_else(|| stage_tool_calls(reply, body, &mut unk))
+            .or_else(|| stage_json_in_text(body, &mut unk))
+            .or_else(|| stage_lists(body))
+            .or_else(|| stage_bare(body))
+            .or_else(|| stage_mention(body)),
+    };
+
+    let server_reasoning = non_empty(reply.reasoning.as_deref());
+    let think = non_empty(think);
+    match hit {
+        Some(h) => {
+            let mut actions = h.actions;
+            let truncated = actions.len().saturating_sub(cap);
+            actions.truncate(cap);
+            let reasoning = h
+                .reasoning
+                .or(server_reasoning)
+                .or(think)
+                .or_else(|| non_empty(Some(&h.preceding)));
+            Parsed {
+                actions,
+                reasoning,
+                source: h.source,
+                unknown: unk.0,
+                truncated,
+            }
+        }
+        None => Parsed {
+            actions: Vec::new(),
+            reasoning: server_reasoning.or(think),
+            source: ParseSource::None,
+            unknown: unk.0,
+            truncated: 0,
+        },
+    }
+}
+
+#[derive(Default)]
+struct Unknowns(Vec<String>);
+
+impl Unknowns {
+    fn push(&mut self, s: &str) {
+        let t = s.trim();
+        if t.is_empty() || self.0.len() >= MAX_UNKNOWN {
+            return;
+        }
+        self.0.push(clip(t, MAX_UNKNOWN_CHARS));
+    }
+
+    fn extend(&mut self, other: Unknowns) {
+        for s in other.0 {
+            self.push(&s);
+        }
+    }
+}
+
+fn clip(s: &str, max_chars: usize) -> String {
+    match s.char_indices().nth(max_chars) {
+        Some((k, _)) => format!("{}…", &s[..k]),
+        None => s.to_string(),
+    }
+}
+
+fn non_empty(s: Option<&str>) -> Option<String> {
+    s.map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+}
+
+/// A stage's result.
+struct Hit {
+    actions: Vec<Action>,
+    source: ParseSource,
+    /// Reasoning given explicitly (tool argument).
+    reasoning: Option<String>,
+    /// Text preceding the action, as a reasoning fallback.
+    preceding: String,
+}
+
+impl Hit {
+    fn text(actions: Vec<Action>, preceding: &str) -> Hit {
+        let preceding = preceding
+            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '#' | '>'))
+            .trim_start();
+        Hit {
+            actions,
+            source: ParseSource::Text,
+            reasoning: None,
+            preceding: preceding.to_string(),
+        }
+    }
+}
+
+/// Split off a `<think>…</think>` block: (think content, text to parse).
+fn split_think(text: &str) -> (Option<&str>, &str) {
+    let lower = text.to_ascii_lowercase();
+    let Some(k) = lower.rfind("</think>") else {
+        return (None, text);
+    };
+    let open = lower[..k]
+        .find("<think>")
+        .map_or(0, |o| o + "<think>".len());
+    let think = Some(text[open..k].trim());
+    let after = &text[k + "</think>".len()..];
+    if after.trim().is_empty() {
+        (think, text)
+    } else {
+        (think, after)
+    }
+}
+
+fn get_ci<'v>(m: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    m.iter()
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case(key))
+        .map(|(_, v)| v)
+}
+
+fn first_key<'v>(m: &'v Map<String, Value>, keys: &[&str]) -> Option<&'v Value> {
+    keys.iter().find_map(|k| get_ci(m, k))
+}
+
+fn reasoning_of(m: &Map<String, Value>) -> Option<String> {
+    REASONING_KEYS
+        .iter()
+        .filter_map(|k| get_ci(m, k))
+        .find_map(|v| non_empty(v.as_str()))
+}
+
+fn tool_name_matches(name: &str) -> bool {
+    let k: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    k.contains("interact")
+        || k.contains("action")
+        || k.contains("crafter")
+        || matches!(k.as_str(), "act" | "step" | "play" | "execute" | "run")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structured payloads (tool calls and JSON)
+// ---------------------------------------------------------------------------------------------
+
+/// Actions found in a tool-call-like payload.
+struct Found {
+    actions: Vec<Action>,
+    reasoning: Option<String>,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,167 @@
+//! Command-line interface: the clap tree and the dispatch to each command. Each command
+//! lives in its own file (or folder) beside this one; `error.rs` holds `CliError` and
+//! `common.rs` the plumbing several commands share. A command calls into the library, never
+//! into another command.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+mod assets;
+mod baseline;
+pub mod bench;
+mod check;
+pub mod common;
+mod compare;
+mod env;
+pub mod error;
+mod export_sft;
+mod frames;
+mod merge;
+mod report;
+pub mod run;
+mod serve_env;
+
+pub use error::{CliError, EXIT_USAGE};
+
+/// vlm-eval: evaluate vision-language models on Crafter, fast and reproducibly.
+#[derive(Parser, Debug)]
+#[command(name = "vlm-eval", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Evaluate a model: concurrent seeded episodes, every frame and turn saved, a summary
+    /// (the default command: `vlm-eval --model mock --seeds 10 --steps 10`).
+    Run(Box<run::RunArgs>),
+    /// The Crafter environment on its own (no model).
+    #[command(subcommand)]
+    Env(EnvCommand),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Crafter's texture files.
+    #[command(subcommand)]
+    Assets(AssetsCommand),
+    /// Write runs' turns as OpenAI fine-tuning chat rows (JSONL), images as data URLs.
+    ExportSft(export_sft::ExportSftArgs),
+    /// Play a fixed action cycle without a model; save the frames and an image-message preview.
+    Frames(frames::FramesArgs),
+    /// Join shard run folders (`run --shard i/n`) into one run folder with a fresh summary.
+    Merge(merge::MergeArgs),
+    /// Compare runs: metrics table, achievement matrix, paired per-seed deltas; CSV export.
+    Compare(compare::CompareArgs),
+    /// Regression gate: exit 1 when a run is worse than a baseline beyond a tolerance.
+    Check(check::CheckArgs),
+    /// Baseline files for `check`.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+    /// Write one self-contained HTML page for a run: summary cards, charts, per-episode GIF
+    /// and turn table (`vlm-eval report results/<run>`).
+    Report(report::ReportArgs),
+    /// Serve Crafter episodes over an HTTP JSON API for RL trainers (docs/RL.md).
+    ServeEnv(serve_env::ServeArgs),
+}
+
+/// `vlm-eval env …`
+#[derive(Subcommand, Debug)]
+pub enum EnvCommand {
+    /// Play seeded random (or given) actions and print JSONL reset/step records.
+    Trace(env::TraceArgs),
+}
+
+/// `vlm-eval bench …`
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Environment throughput: random policy with resets, reset time, render time.
+    Env(bench::BenchEnvArgs),
+    /// Harness overhead: concurrent episodes against a local server with a fixed latency.
+    Harness(bench::BenchHarnessArgs),
+    /// Env server throughput: steps/s over HTTP with many sessions, and reset latency.
+    Serve(bench::serve::BenchServeArgs),
+    /// Local Qwen2-VL speed: TTFT for one frame, decode tokens/s at batch sizes, achieved GB/s
+    /// and % of the memory-bandwidth roofline (`--model-dir DIR [--device cuda]`).
+    Local(bench::local::BenchLocalArgs),
+    /// Local Qwen2-VL correctness: a device's logits and greedy tokens against the CPU f32
+    /// reference (exit 1 when f32 max |Δ| or bf16 top-1 agreement misses its threshold).
+    Parity(bench::local::BenchParityArgs),
+}
+
+/// `vlm-eval assets …`
+#[derive(Subcommand, Debug)]
+pub enum AssetsCommand {
+    /// Download crafter 1.8.3's sdist with pip, verify its textures and cache them.
+    Fetch {
+        /// Directory to write the textures to (default: the per-user cache).
+        #[arg(long)]
+        dest: Option<PathBuf>,
+    },
+    /// Say which texture set would be used and where it comes from.
+    Which {
+        /// Directory with crafter's textures.
+        #[arg(long, env = "CRAFTER_ASSETS")]
+        assets: Option<PathBuf>,
+    },
+}
+
+/// `vlm-eval baseline …`
+#[derive(Subcommand, Debug)]
+pub enum BaselineCommand {
+    /// Save a run's per-seed metric values and summary as a small baseline file for `check`.
+    Save(baseline::BaselineSaveArgs),
+}
+
+/// Subcommand names; anything else first on the command line means `run`.
+pub const SUBCOMMANDS: [&str; 13] = [
+    "run",
+    "env",
+    "bench",
+    "assets",
+    "help",
+    "export-sft",
+    "frames",
+    "merge",
+    "compare",
+    "check",
+    "baseline",
+    "report",
+    "serve-env",
+];
+
+/// Insert the default `run` subcommand when the first argument is not a subcommand.
+pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    let top_level_flag = matches!(first, "-h" | "--help" | "-V" | "--version");
+    if args.len() > 1 && !SUBCOMMANDS.contains(&first) && !top_level_flag {
+        args.insert(1, "run".into());
+    }
+    args
+}
+
+/// Run a parsed command; returns the process exit code.
+pub fn run(cli: Cli) -> Result<i32, CliError> {
+    match cli.command {
+        Command::Run(a) => run::cmd_run(*a),
+        Command::Env(EnvCommand::Trace(a)) => env::cmd_trace(a),
+        Command::Bench(BenchCommand::Env(a)) => bench::cmd_bench_env(a),
+        Command::Bench(BenchCommand::Harness(a)) => bench::cmd_bench_harness(a),
+        Command::Bench(BenchCommand::Serve(a)) => bench::serve::cmd_bench_serve(a),
+        Command::Bench(BenchCommand::Local(a)) => bench::local::cmd_bench_local(a),
+        Command::Bench(BenchCommand::Parity(a)) => bench::local::cmd_bench_parity(a),
+        Command::Assets(AssetsCommand::Fetch { dest }) => assets::cmd_fetch(dest.as_deref()),
+        Command::Assets(AssetsCommand::Which { assets }) => assets::cmd_which(assets.as_deref()),
+        Command::ExportSft(a) => export_sft::cmd_export_sft(a),
+        Command::Frames(a) => frames::cmd_frames(a),
+        Command::Merge(a) => merge::cmd_merge(a),
+        Command::Compare(a) => compare::cmd_compare(a),
+        Command::Check(a) => check::cmd_check(a),
+        Command::Baseline(c) => baseline::cmd_baseline(c),
+        Command::Report(a) => report::cmd_report(a),
+        Command::ServeEnv(a) => serve_env::cmd_serve_env(a),
+    }
+}

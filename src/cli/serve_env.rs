@@ -1,0 +1,152 @@
+//! `vlm-eval serve-env`: flags validated into a server config, the server run until Ctrl-C
+//! or SIGTERM.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::common::{load_textures, runtime};
+use super::error::CliError;
+use crate::agent::observe::ObsFormat;
+use crate::agent::parse::Protocol;
+use crate::serve::api::Defaults;
+use crate::serve::{start, ServeConfig};
+
+/// `vlm-eval serve-env` flags.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on; loopback unless you mean to expose it (then also set --token).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port (0: any free port; the address is printed on the first line).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Default frame size in pixels (sessions may override).
+    #[arg(long, default_value_t = 64)]
+    pub image_size: usize,
+    /// Default text observation format (sessions may override).
+    #[arg(long, value_enum, default_value = "state")]
+    pub obs_format: ObsFormat,
+    /// Default parsing protocol for `text` inputs, as in `vlm-eval run` (sessions may override).
+    #[arg(long, value_enum, default_value = "tool")]
+    pub protocol: Protocol,
+    /// Default actions taken from one text reply under the tool protocol (1..=64).
+    #[arg(long, default_value_t = 8)]
+    pub max_actions_per_turn: usize,
+    /// Default episode length in env steps (0: unlimited).
+    #[arg(long, default_value_t = 10_000)]
+    pub length: u32,
+    /// Most sessions open at once; creating more answers 503 until some close or expire.
+    #[arg(long, default_value_t = 1024)]
+    pub max_sessions: usize,
+    /// Close sessions unused for this many seconds.
+    #[arg(long, default_value_t = 600.0)]
+    pub idle_timeout: f64,
+    /// Largest request body in bytes (413 above it).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_body_bytes: usize,
+    /// Require `Authorization: Bearer TOKEN` on every route but /healthz.
+    #[arg(long, env = "VLM_EVAL_SERVE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Directory with crafter's textures (else $CRAFTER_ASSETS, the cache, or an installed
+    /// crafter package; else built-in sprites).
+    #[arg(long)]
+    pub assets: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// Validate the flags into a server config.
+    pub fn config(&self) -> Result<ServeConfig, CliError> {
+        if !(9..=1024).contains(&self.image_size) {
+            return Err(CliError::usage(format!(
+                "--image-size {} is out of range: use 9..=1024 pixels (64 is crafter's default)",
+                self.image_size
+            )));
+        }
+        if !(1..=64).contains(&self.max_actions_per_turn) {
+            return Err(CliError::usage("--max-actions-per-turn must be 1..=64"));
+        }
+        if self.max_sessions == 0 {
+            return Err(CliError::usage("--max-sessions must be at least 1"));
+        }
+        if !(self.idle_timeout.is_finite() && self.idle_timeout > 0.0 && self.idle_timeout < 1e9) {
+            return Err(CliError::usage(
+                "--idle-timeout must be a positive number of seconds, e.g. 600",
+            ));
+        }
+        if self.max_body_bytes < 1024 {
+            return Err(CliError::usage(
+                "--max-body-bytes must be at least 1024 (model replies need room)",
+            ));
+        }
+        if matches!(&self.token, Some(t) if t.trim().is_empty()) {
+            return Err(CliError::usage(
+                "--token is empty: give a non-empty token or leave it out",
+            ));
+        }
+        Ok(ServeConfig {
+            host: self.host.clone(),
+            port: self.port,
+            defaults: Defaults {
+                image_size: self.image_size,
+                obs_format: self.obs_format,
+                length: self.length,
+                protocol: self.protocol,
+                max_actions: self.max_actions_per_turn,
+            },
+            max_sessions: self.max_sessions,
+            idle_timeout: Duration::from_secs_f64(self.idle_timeout),
+            max_body_bytes: self.max_body_bytes,
+            token: self.token.clone(),
+        })
+    }
+}
+
+/// Wait for Ctrl-C (or SIGTERM on Unix, as container runtimes send).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Run `vlm-eval serve-env` until Ctrl-C or SIGTERM.
+pub fn cmd_serve_env(a: ServeArgs) -> Result<i32, CliError> {
+    let cfg = a.config()?;
+    let textures = Arc::new(load_textures(a.assets.as_deref())?);
+    let runtime = runtime()?;
+    runtime.block_on(async move {
+        let (host, port, token) = (cfg.host.clone(), cfg.port, cfg.token.is_some());
+        let (max, idle) = (cfg.max_sessions, cfg.idle_timeout.as_secs_f64());
+        let server = start(cfg, textures).await.map_err(|e| {
+            CliError::usage(format!(
+                "cannot listen on {host}:{port}: {e} (pick another --port, or --port 0 for any free one)"
+            ))
+        })?;
+        let addr = server.addr();
+        if !addr.ip().is_loopback() && !token {
+            tracing::warn!(
+                "serving on {addr} without --token: anyone who can reach this address can use it"
+            );
+        }
+        println!("listening on http://{addr}");
+        eprintln!(
+            "Crafter env server: up to {max} sessions, idle timeout {idle} s{}; Ctrl-C to stop",
+            if token { ", bearer token required" } else { "" }
+        );
+        stop_signal().await;
+        eprintln!("stopping");
+        server.shutdown().await;
+        Ok(0)
+    })
+}

@@ -1,7 +1,9 @@
 //! Inference for comparing runs: seeded resampling (percentile bootstrap, sign-flip
 //! permutation test) and a normal approximation for summary-only inputs.
 
-use crate::crafter::rng::RandomState;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 pub use crate::results::metrics::{
     crafter_score, mean, percentile, percentile_sorted, standard_error,
 };
@@ -23,20 +25,20 @@ pub struct Interval {
 
 /// The bootstrap distribution of a statistic, sorted ascending.
 ///
-/// Each resample draws `n` indices uniformly with replacement (`RandomState(seed).randint(0, n)`
-/// in order) and passes them to `stat`. Same inputs and seed, same result.
+/// Each resample draws `n` indices uniformly with replacement (ChaCha8 seeded with `seed`,
+/// `random_range(0..n)` in order) and passes them to `stat`. Same inputs and seed, same result.
 pub fn bootstrap_distribution(
     n: usize,
     resamples: usize,
     seed: u32,
     mut stat: impl FnMut(&[usize]) -> f64,
 ) -> Vec<f64> {
-    let mut rng = RandomState::new(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(seed));
     let mut idx = vec![0usize; n];
     let mut out = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         for slot in idx.iter_mut() {
-            *slot = rng.randint(0, n as i64) as usize;
+            *slot = rng.random_range(0..n);
         }
         out.push(stat(&idx));
     }
@@ -53,15 +55,15 @@ pub fn bootstrap_two_sample_distribution(
     seed: u32,
     mut stat: impl FnMut(&[usize], &[usize]) -> f64,
 ) -> Vec<f64> {
-    let mut rng = RandomState::new(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(seed));
     let (mut ia, mut ib) = (vec![0usize; n_a], vec![0usize; n_b]);
     let mut out = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         for slot in ia.iter_mut() {
-            *slot = rng.randint(0, n_a as i64) as usize;
+            *slot = rng.random_range(0..n_a);
         }
         for slot in ib.iter_mut() {
-            *slot = rng.randint(0, n_b as i64) as usize;
+            *slot = rng.random_range(0..n_b);
         }
         out.push(stat(&ia, &ib));
     }
@@ -164,12 +166,12 @@ pub fn sign_flip_p_value(deltas: &[f64], resamples: usize, seed: u32) -> PValue 
             exact: true,
         };
     }
-    let mut rng = RandomState::new(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(seed));
     let mut hits = 0usize;
     for _ in 0..resamples {
         let s: f64 = deltas
             .iter()
-            .map(|d| if rng.randint(0, 2) == 1 { -d } else { *d })
+            .map(|d| if rng.random::<bool>() { -d } else { *d })
             .sum();
         if s.abs() >= threshold {
             hits += 1;

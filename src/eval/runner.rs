@@ -187,7 +187,7 @@ pub async fn run(
                         errors.fetch_add(1, Ordering::Relaxed);
                     }
                     say(&bar, format!(
-                        "seed {:>5}: progression {:5.1}%  achievements {:>2}  steps {:>5}  turns {:>4}  {:?}{}",
+                        "seed {:>5}: progression {:5.1}%  achievements {:>2}  steps {:>5}  turns {:>4}  {}{}",
                         ep.seed,
                         100.0 * ep.progression,
                         ep.score,

@@ -219,10 +219,7 @@ fn inner_details(label: &str, text: &str, limit: usize) -> String {
 }
 
 fn termination_name(ep: &EpisodeResult) -> String {
-    serde_json::to_value(ep.termination)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+    ep.termination.to_string()
 }
 
 /// A safe frame path from a trajectory line: `frame.path` when it is a plain

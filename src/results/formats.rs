@@ -21,6 +21,34 @@ pub enum Termination {
     Budget,
 }
 
+impl Termination {
+    /// Every termination, in declaration order.
+    pub const ALL: [Termination; 5] = [
+        Termination::Death,
+        Termination::Length,
+        Termination::TurnBudget,
+        Termination::Error,
+        Termination::Budget,
+    ];
+
+    /// The name episode.json uses (`death`, `length`, `turn_budget`, `error`, `budget`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::Death => "death",
+            Termination::Length => "length",
+            Termination::TurnBudget => "turn_budget",
+            Termination::Error => "error",
+            Termination::Budget => "budget",
+        }
+    }
+}
+
+impl std::fmt::Display for Termination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Latency statistics of an episode's model calls, milliseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
@@ -107,5 +135,22 @@ pub fn latency_stats(calls: Vec<f64>) -> Latency {
         p50: percentile_sorted(&sorted, 0.5),
         p95: percentile_sorted(&sorted, 0.95),
         calls,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn termination_prints_as_episode_json_names_it() {
+        for t in Termination::ALL {
+            let json = serde_json::to_value(t).unwrap();
+            assert_eq!(json.as_str(), Some(t.as_str()));
+            assert_eq!(t.to_string(), t.as_str());
+            let back: Termination = serde_json::from_value(json).unwrap();
+            assert_eq!(back, t);
+        }
+        assert_eq!(Termination::TurnBudget.to_string(), "turn_budget");
     }
 }

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Check the source tree's architecture (docs/ARCHITECTURE.md): layers, rooms and file sizes.
+
+    python3 scripts/check_layers.py [SRC_DIR]      # default: src/ beside this script's parent
+    python3 scripts/check_layers.py --self-test    # shows that each rule fails when broken
+
+Rules, each failure naming the offending files:
+1. Top-level modules of src/ import one another only along the allowed arrows
+   (cli -> {eval, report, serve} -> {agent, model, results} -> crafter); any import cycle
+   between top-level modules is reported as such.
+2. src/ holds only main.rs, lib.rs and error.rs as files; everything else is a module folder.
+3. Commands (clap argument types and `cmd_*` functions) live under src/cli/ only, and a
+   command file never imports a sibling command (only cli::error and cli::common).
+4. No file has over 900 lines of non-test code (test modules and test-only files excluded;
+   the pixel-art sprite table is exempt).
+Exit status: 0 when every rule holds, 1 otherwise.
+"""
+
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+MAX_LINES = 900
+# Files exempt from the size rule, relative to src/: data, not logic.
+SIZE_EXEMPT = {"crafter/textures/sprites.rs"}
+ROOT_FILES = {"main.rs", "lib.rs", "error.rs"}
+# Which top-level modules each may import (besides itself). Everything else is a violation.
+ALLOWED = {
+    "crafter": set(),
+    "model": {"crafter"},
+    "agent": {"crafter", "model"},
+    "results": {"crafter"},
+    "eval": {"agent", "model", "results", "crafter"},
+    "report": {"results", "crafter"},
+    "serve": {"agent", "model", "results", "crafter"},
+    "cli": {"eval", "report", "serve", "agent", "model", "results", "crafter"},
+}
+# Shared plumbing in src/cli/ that any command may import.
+CLI_SHARED = {"error", "common", "mod"}
+
+CRATE_REF = re.compile(r"\bcrate::(\{[^}]*\}|[a-z_][a-z0-9_]*)")
+COMMAND_MARKERS = [
+    re.compile(r"#\[derive\([^)]*\b(Parser|Subcommand|Args)\b"),
+    re.compile(r"^\s*pub(\([a-z]+\))?\s+fn\s+cmd_[a-z0-9_]+", re.M),
+]
+
+
+def strip_comments(text: str) -> str:
+    """Remove // and /* */ comments (good enough for import scanning; strings are rare)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def test_only_children(text: str) -> set[str]:
+    """Names of `#[cfg(test)] mod NAME;` declarations (files holding only tests)."""
+    return set(re.findall(r"#\[cfg\(test\)\]\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([a-z0-9_]+)\s*;", text))
+
+
+def non_test_lines(lines: list[str]) -> list[str]:
+    """The lines outside `#[cfg(test)] mod … { … }` blocks."""
+    out = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip().startswith("#[cfg(test)]"):
+            j = i + 1
+            while j < len(lines) and lines[j].strip().startswith("#["):
+                j += 1
+            if j < len(lines) and re.match(r"\s*(pub(\([a-z]+\))?\s+)?mod\s+\w+\s*\{", lines[j]):
+                depth = 0
+                k = j
+                while k < len(lines):
+                    depth += lines[k].count("{") - lines[k].count("}")
+                    if depth <= 0 and k >= j and "{" in "".join(lines[j : k + 1]):
+                        break
+                    k += 1
+                i = k + 1
+                continue
+        out.append(line)
+        i += 1
+    return out
+
+
+def rust_files(src: Path) -> list[Path]:
+    return sorted(p for p in src.rglob("*.rs") if p.is_file())
+
+
+def test_only_files(src: Path, files: list[Path]) -> set[Path]:
+    result = set()
+    for f in files:
+        for name in test_only_children(f.read_text(encoding="utf-8")):
+            base = f.parent if f.name in ("mod.rs", "lib.rs", "main.rs") else f.with_suffix("")
+            for cand in (base / f"{name}.rs", base / name / "mod.rs"):
+                if cand.exists():
+                    result.add(cand)
+                    if cand.name == "mod.rs":
+                        result.update(cand.parent.rglob("*.rs"))
+    return result
+
+
+def top_module(src: Path, f: Path) -> str | None:
+    rel = f.relative_to(src)
+    if len(rel.parts) == 1:
+        return None
+    return rel.parts[0]
+
+
+def imports_of(code: str) -> set[str]:
+    mods = set()
+    for m in CRATE_REF.finditer(code):
+        ref = m.group(1)
+        if ref.startswith("{"):
+            for part in ref[1:-1].split(","):
+                part = part.strip()
+                if part:
+                    mods.add(re.split(r"::|\s", part)[0])
+        else:
+            mods.add(ref)
+    return mods
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, on, stack, out = {}, {}, set(), [], []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check(src: Path) -> list[str]:
+    problems = []
+    files = rust_files(src)
+    tests_only = test_only_files(src, files)
+    graph: dict[str, set[str]] = {}
+    edges: dict[tuple[str, str], list[str]] = {}
+    for f in files:
+        rel = f.relative_to(src).as_posix()
+        text = f.read_text(encoding="utf-8")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        code_lines = lines if f in tests_only else non_test_lines(lines)
+        code = strip_comments("\n".join(code_lines))
+        top = top_module(src, f)
+
+        # Rule 2: loose files at src/.
+        if top is None and f.name not in ROOT_FILES:
+            problems.append(f"src/{rel}: a loose file at src/ (only {', '.join(sorted(ROOT_FILES))}); move it into a module folder")
+
+        # Rule 4: size.
+        if f not in tests_only and rel not in SIZE_EXEMPT and len(code_lines) > MAX_LINES:
+            problems.append(f"src/{rel}: {len(code_lines)} lines of non-test code (limit {MAX_LINES}); split it by concern")
+
+        if f in tests_only:
+            continue
+
+        # Rule 3: commands only under src/cli/.
+        if top != "cli" and f.name not in ("main.rs",):
+            for marker in COMMAND_MARKERS:
+                m = marker.search(code)
+                if m:
+                    problems.append(f"src/{rel}: command code ({m.group(0).strip()}) outside src/cli/; move it to src/cli/")
+                    break
+        if top == "cli":
+            parts = f.relative_to(src / "cli").parts
+            own = parts[0].removesuffix(".rs")
+            for m in re.finditer(r"\b(?:crate::cli|super)::([a-z_][a-z0-9_]*)", code):
+                sib = m.group(1)
+                if own in CLI_SHARED or sib in CLI_SHARED or sib == own:
+                    continue
+                if (src / "cli" / f"{sib}.rs").exists() or (src / "cli" / sib).is_dir():
+                    if len(parts) == 1 or m.group(0).startswith("crate::"):
+                        problems.append(f"src/{rel}: the {own} command imports the sibling command cli::{sib}; move the shared part to cli/common.rs or the library")
+
+        # Rule 1: imports between top-level modules.
+        if top is None:
+            continue
+        for dep in imports_of(code):
+            if dep == top or dep in ("self", "super"):
+                continue
+            graph.setdefault(top, set()).add(dep)
+            edges.setdefault((top, dep), []).append(f"src/{rel}")
+    for (a, b), where in sorted(edges.items()):
+        allowed = ALLOWED.get(a)
+        if allowed is None:
+            problems.append(f"src/{a}: a top-level module not in the layer table of scripts/check_layers.py; add it there and to docs/ARCHITECTURE.md")
+            continue
+        if b not in allowed:
+            problems.append(f"{a} -> {b} is not an allowed arrow (in {', '.join(sorted(set(where)))})")
+    for comp in find_cycles(graph):
+        files_in = sorted({w for (a, b), ws in edges.items() if a in comp and b in comp for w in ws})
+        problems.append(f"import cycle between {' <-> '.join(comp)} (through {', '.join(files_in)})")
+    return problems
+
+
+def self_test() -> int:
+    """Break each rule in a scratch tree and check that it is reported."""
+    # name -> (tree, a phrase the report must contain)
+    cases = {
+        "cycle": ({
+            "crafter/mod.rs": "use crate::eval::x;\n",
+            "eval/mod.rs": "use crate::crafter::y;\n",
+        }, "import cycle between crafter <-> eval"),
+        "upward arrow": ({"report/mod.rs": "use crate::eval::store;\n", "eval/mod.rs": ""}, "report -> eval"),
+        "grouped import": ({"results/mod.rs": "use crate::{crafter::A, report::B};\n"}, "results -> report"),
+        "loose file": ({"runcmd.rs": "pub fn x() {}\n"}, "src/runcmd.rs: a loose file"),
+        "command outside cli": ({"eval/x.rs": "#[derive(Args, Debug)]\npub struct A;\n"}, "src/eval/x.rs: command code"),
+        "command function": ({"serve/mod.rs": "pub fn cmd_serve_env() {}\n"}, "src/serve/mod.rs: command code"),
+        "sibling command": ({"cli/run.rs": "use crate::cli::check::x;\n", "cli/check.rs": ""}, "imports the sibling command cli::check"),
+        "long file": ({"agent/parse.rs": "fn a() {}\n" * (MAX_LINES + 1)}, f"{MAX_LINES + 1} lines of non-test code"),
+    }
+    clean = {
+        "crafter/mod.rs": "",
+        "agent/parse.rs": "fn a() {}\n" * MAX_LINES + "#[cfg(test)]\nmod tests {\n" + "fn t() {}\n" * 500 + "}\n",
+        "cli/run.rs": "use crate::cli::common::x;\nuse crate::eval::y;\n",
+        "cli/common.rs": "",
+        "eval/mod.rs": "use crate::{agent::a, crafter::b};\n",
+        "agent/mod.rs": "#[cfg(test)]\nmod tests;\n",
+        "agent/tests.rs": "use crate::eval::z;\n" + "fn t() {}\n" * 1000,
+    }
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (tree, expected) in list(cases.items()) + [("clean", (clean, ""))]:
+            root = Path(tmp) / name.replace(" ", "_") / "src"
+            for rel, text in tree.items():
+                p = root / rel
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(text, encoding="utf-8")
+            found = check(root)
+            if name == "clean" and found:
+                failures.append(f"clean tree reported: {found}")
+            elif name != "clean" and not any(expected in f for f in found):
+                failures.append(f"{name}: not reported (got {found})")
+            else:
+                hit = next((f for f in found if expected in f), "clean")
+                print(f"self-test {name}: {hit}")
+    for f in failures:
+        print(f"self-test FAILED: {f}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if args == ["--self-test"]:
+        return self_test()
+    src = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "src"
+    problems = check(src)
+    for p in problems:
+        print(f"layers: {p}", file=sys.stderr)
+    if problems:
+        print(f"layers: {len(problems)} problem(s); see docs/ARCHITECTURE.md", file=sys.stderr)
+        return 1
+    print(f"layers: ok ({len(rust_files(src))} files under {src})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

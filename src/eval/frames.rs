@@ -1,5 +1,5 @@
 //! Frames without a model: play a fixed action cycle and render every frame exactly as a run
-//! would (same env settings, same PNG encoding). The `frames` command is in `framescmd.rs`.
+//! would (same env settings, same PNG encoding). The `frames` command is in `cli/frames.rs`.
 
 use crate::crafter::{Action, Env, EnvConfig, TextureSet};
 

@@ -20,9 +20,22 @@ Configuration (environment variables, read when an episode starts):
   CRAFTER_IMAGE_SIZE       frame size in pixels (default: the server's)
   CRAFTER_OBS_FORMAT       text observation format, "state" or "balrog" (default: the server's)
   CRAFTER_TIMEOUT_S        HTTP timeout per request (default 60)
+  CRAFTER_RESET_WAIT_S     how long ``reset`` keeps retrying while the server is full (503),
+                           honouring its Retry-After (default 120; 0: fail at once)
 
 A label may also be a JSON object, e.g. ``{"seed": 7, "length": 200}``, which overrides the
 length for that row.
+
+Turn boundaries follow Qwen's chat template whatever the engine returns. OpenRLHF appends the
+engine's raw ``token_ids``, which under vLLM end with the stop token ``<|im_end|>`` while
+``.text`` leaves it out; so the feedback never puts an ``<|im_end|>`` before the user turn: it
+starts with ``"\\n<|im_start|>user\\n"``, as OpenRLHF's own VLM example does.
+
+Sessions are closed however an episode ends: on ``done``; when ``execute()`` stops early (the
+context budget ``max_length`` is spent, an exception, cancellation), by ``AgentExecutor``'s
+``execute`` wrapper; by a finalizer when an instance is dropped; and by
+``AgentExecutor.shutdown()`` and at interpreter exit for whatever is still open. The server's
+``--idle-timeout`` is the last resort (a killed process runs none of these).
 
 Only the standard library talks to the server (urllib in a worker thread), so the file has
 no dependency beyond what OpenRLHF already installs (torch, Pillow).
@@ -30,31 +43,46 @@ no dependency beyond what OpenRLHF already installs (torch, Pillow).
 
 import asyncio
 import base64
+import contextvars
 import io
 import json
 import os
+import threading
 import urllib.error
 import urllib.request
-from typing import Any, Dict, List, Optional
+import weakref
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 from PIL import Image
 
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
-# Qwen2/2.5/3-VL chat markup. Adjust these three for another model family.
+# Qwen2/2.5/3-VL chat markup. Adjust these for another model family. The model's own turn
+# end (<|im_end|>) is not here: it is the engine's stop token, already in the generated tokens.
 IMAGE_PLACEHOLDER = "<|vision_start|><|image_pad|><|vision_end|>"
-TURN_END = "<|im_end|>"
 USER_TURN = "\n<|im_start|>user\n"
 ASSISTANT_TURN = "<|im_end|>\n<|im_start|>assistant\n"
+
+# Longest single wait on a 503's Retry-After, seconds.
+MAX_RETRY_AFTER_S = 30.0
 
 
 class CrafterServerError(RuntimeError):
     """The env server answered with an error (its JSON message is kept)."""
 
-    def __init__(self, message: str, status: int):
+    def __init__(self, message: str, status: int, retry_after: Optional[float] = None):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """Retry-After in seconds (the server sends an integer); None if absent or a date."""
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
 
 
 class CrafterClient:
@@ -82,7 +110,11 @@ class CrafterClient:
                 message = json.loads(raw).get("error", raw.decode(errors="replace"))
             except ValueError:
                 message = raw.decode(errors="replace")
-            raise CrafterServerError(f"{method} {path}: HTTP {e.code}: {message}", e.code) from None
+            raise CrafterServerError(
+                f"{method} {path}: HTTP {e.code}: {message}",
+                e.code,
+                _retry_after(e.headers.get("Retry-After") if e.headers else None),
+            ) from None
 
     def create(self, seed: int, **options: Any) -> dict:
         body = {"seed": seed}
@@ -138,6 +170,44 @@ def feedback_text(result: dict, with_image: bool) -> str:
     return USER_TURN + body + ASSISTANT_TURN
 
 
+class _Lease:
+    """The server session an episode holds; closed once, from whichever path ends it first.
+
+    Kept apart from the instance so that a finalizer can close it without keeping the instance
+    alive.
+    """
+
+    def __init__(self, client: CrafterClient):
+        self.client = client
+        self.session_id: Optional[str] = None
+        # A session was opened and has been closed since (by whoever ended the episode).
+        self.ended = False
+        self._lock = threading.Lock()
+
+    def open(self, session_id: str) -> None:
+        with self._lock:
+            self.session_id, self.ended = session_id, False
+
+    def take(self) -> Optional[str]:
+        with self._lock:
+            sid, self.session_id = self.session_id, None
+            self.ended = self.ended or sid is not None
+        return sid
+
+    def close(self) -> None:
+        """Close the session if one is open (blocking; safe to call any number of times)."""
+        sid = self.take()
+        if sid is not None:
+            self.client.close(sid)
+
+
+# Set by AgentExecutor.execute for the asyncio task it runs in: called with each AgentInstance
+# that OpenRLHF's execute() creates there.
+_REGISTER: contextvars.ContextVar[Optional[Callable[["AgentInstance"], None]]] = (
+    contextvars.ContextVar("crafter_agent_register", default=None)
+)
+
+
 class AgentInstance(AgentInstanceBase):
     """One Crafter episode, bound to one server session."""
 
@@ -148,8 +218,21 @@ class AgentInstance(AgentInstanceBase):
             float(os.environ.get("CRAFTER_TIMEOUT_S", "60")),
         )
         self.max_turns = _env_int("CRAFTER_MAX_TURNS") or 32
-        self.session_id: Optional[str] = None
+        wait = os.environ.get("CRAFTER_RESET_WAIT_S", "").strip()
+        self.reset_wait_s = float(wait) if wait else 120.0
+        self._lease = _Lease(self.client)
+        # Closes the session when the instance is garbage-collected, and at interpreter exit
+        # for instances still alive then.
+        self._finalizer = weakref.finalize(self, self._lease.close)
+        register = _REGISTER.get()
+        if register is not None:
+            register(self)
         self._clear()
+
+    @property
+    def session_id(self) -> Optional[str]:
+        """The open server session, or None."""
+        return self._lease.session_id
 
     def _clear(self) -> None:
         self.turns = 0
@@ -161,44 +244,71 @@ class AgentInstance(AgentInstanceBase):
         self.died = 0.0
         self.env_error = 0.0
 
+    async def aclose(self) -> None:
+        """Close the session if it is still open. Survives the caller's cancellation: the
+        close runs in a thread and finishes even if this await is cancelled."""
+        if self._lease.session_id is not None:
+            await asyncio.shield(asyncio.to_thread(self._lease.close))
+
+    def _open_blocking(self, seed: int, options: Dict[str, Any]) -> dict:
+        created = self.client.create(seed, **options)
+        # Recorded in the worker thread, so that a session created after the caller was
+        # cancelled is still known, and closed by the finalizer.
+        self._lease.open(created["id"])
+        return created
+
+    async def _open(self, seed: int, options: Dict[str, Any]) -> dict:
+        """POST /v1/sessions; while the server is full (503), wait as its Retry-After says
+        and try again, for at most CRAFTER_RESET_WAIT_S seconds in all."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.reset_wait_s
+        while True:
+            try:
+                return await asyncio.to_thread(self._open_blocking, seed, options)
+            except CrafterServerError as e:
+                if e.status != 503:
+                    raise
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise CrafterServerError(
+                        f"{e} (still full after waiting {self.reset_wait_s:g} s: size the server's "
+                        "--max-sessions for rollout batch x samples per prompt, see docs/RL.md, "
+                        "or raise CRAFTER_RESET_WAIT_S)",
+                        e.status,
+                        e.retry_after,
+                    ) from None
+                wait = 1.0 if e.retry_after is None else e.retry_after
+                await asyncio.sleep(min(wait, MAX_RETRY_AFTER_S, left))
+
     async def reset(self, states: dict, **kwargs):
         """Open a session for the label's seed; the prompt (first frame) is used as is."""
         label = parse_label(states["label"])
-        if self.session_id is not None:
-            await asyncio.to_thread(self.client.close, self.session_id)
+        await self.aclose()
         options = {
             "length": label.get("length", _env_int("CRAFTER_EPISODE_LENGTH")),
             "image_size": _env_int("CRAFTER_IMAGE_SIZE"),
             "obs_format": os.environ.get("CRAFTER_OBS_FORMAT") or None,
             "frames": "none",  # the dataset prompt already carries the first frame
         }
-        created = await asyncio.to_thread(self.client.create, label["seed"], **options)
-        self.session_id = created["id"]
+        await self._open(label["seed"], options)
         self._clear()
         return {"observation": states["observation"]}
 
     async def step(self, states: dict, **kwargs) -> Dict[str, Any]:
         """Play the model's output; return OpenRLHF's step dict."""
-        if self.session_id is None:
-            raise RuntimeError("step() before reset()")
+        session_id = self._lease.session_id
+        if session_id is None:
+            if not self._lease.ended:
+                raise RuntimeError("step() before reset()")
+            return self._lost()  # closed under us, e.g. by AgentExecutor.shutdown()
         try:
-            result = await asyncio.to_thread(
-                self.client.step, self.session_id, states["action_text"]
-            )
+            result = await asyncio.to_thread(self.client.step, session_id, states["action_text"])
         except CrafterServerError as e:
             if e.status not in (404, 409):
                 raise
             # The session expired (idle timeout) or already ended: end this episode quietly.
-            self.session_id = None
-            self.env_error = 1.0
-            return {
-                "rewards": torch.tensor(0.0),
-                "scores": torch.tensor(self.progression),
-                "environment_feedback": "",
-                "environment_images": [],
-                "done": True,
-                "extra_logs": self.logs(),
-            }
+            self._lease.take()
+            return self._lost()
         self.turns += 1
         self.env_steps = int(result["step"])
         self.total_reward += float(result["reward"])
@@ -207,16 +317,15 @@ class AgentInstance(AgentInstanceBase):
         self.progression = float(result["progression"])
         self.died = float(result["termination"] == "death")
         done = bool(result["done"]) or self.turns >= self.max_turns
-        action_text = states["action_text"]
-        closed = action_text.rstrip().endswith(TURN_END)
         if done:
-            await asyncio.to_thread(self.client.close, self.session_id)
-            self.session_id = None
-            # Close the model's turn if needed; nothing more is generated after this.
-            feedback = "" if closed else TURN_END
+            await self.aclose()
+            # Nothing follows the model's last turn: its tokens already end with the stop token.
+            feedback = ""
             images: List[Image.Image] = []
         else:
-            feedback = ("" if closed else TURN_END) + feedback_text(result, with_image=True)
+            # No <|im_end|> in front: the engine's tokens for this turn already end with it
+            # (vLLM's .text leaves it out, its token_ids do not; OpenRLHF appends the tokens).
+            feedback = feedback_text(result, with_image=True)
             images = [decode_frame(result["frame_png_b64"])]
         return {
             "rewards": torch.tensor(float(result["reward"])),
@@ -224,6 +333,18 @@ class AgentInstance(AgentInstanceBase):
             "environment_feedback": feedback,
             "environment_images": images,
             "done": done,
+            "extra_logs": self.logs(),
+        }
+
+    def _lost(self) -> Dict[str, Any]:
+        """End an episode whose session is gone, with env_error = 1 and no reward."""
+        self.env_error = 1.0
+        return {
+            "rewards": torch.tensor(0.0),
+            "scores": torch.tensor(self.progression),
+            "environment_feedback": "",
+            "environment_images": [],
+            "done": True,
             "extra_logs": self.logs(),
         }
 
@@ -242,7 +363,35 @@ class AgentInstance(AgentInstanceBase):
 
 
 class AgentExecutor(MultiTurnAgentExecutor):
-    """The class OpenRLHF loads from --train.agent_func_path."""
+    """The class OpenRLHF loads from --train.agent_func_path.
+
+    OpenRLHF's ``execute()`` creates one AgentInstance per sample and drops it when it returns;
+    it returns early, without ``done``, when the context budget (``max_length``) is spent, and
+    it can raise or be cancelled. This wrapper closes the sessions of the instances it created
+    on every one of those paths.
+    """
 
     def __init__(self):
         super().__init__(AgentInstance)
+        self._instances: "weakref.WeakSet[AgentInstance]" = weakref.WeakSet()
+
+    async def execute(self, *args, **kwargs):
+        created: List[AgentInstance] = []
+
+        def register(instance: AgentInstance) -> None:
+            created.append(instance)
+            self._instances.add(instance)
+
+        token = _REGISTER.set(register)
+        try:
+            return await super().execute(*args, **kwargs)
+        finally:
+            _REGISTER.reset(token)
+            for instance in created:
+                await instance.aclose()
+
+    def shutdown(self) -> None:
+        """Close every session still held by an instance this executor created, including
+        episodes still running (their next step then ends them with env_error = 1)."""
+        for instance in list(self._instances):
+            instance._lease.close()

@@ -13,7 +13,7 @@ pub mod session;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -61,13 +61,20 @@ struct Slot {
     session: Mutex<Session>,
     /// Milliseconds since the server started.
     last_used: AtomicU64,
+    /// The episode has ended (a session still open then is waiting for its DELETE).
+    finished: AtomicBool,
 }
 
-/// Counters reported by `/metrics`.
+/// Counters reported by `/metrics`. Every session created is open, closed or expired:
+/// `created == open + closed + expired`.
 #[derive(Default)]
 struct Counters {
     created: AtomicU64,
+    /// Closed by DELETE.
     closed: AtomicU64,
+    /// Closed by DELETE before the episode ended (clients stopping early, e.g. on a budget).
+    closed_unfinished: AtomicU64,
+    /// Closed by the idle timeout: sessions their client never closed (a leak).
     expired: AtomicU64,
     rejected_full: AtomicU64,
     step_requests: AtomicU64,

@@ -102,17 +102,23 @@ fn body_of(st: &AppState, body: Result<Bytes, BytesRejection>) -> Result<Bytes, 
     })
 }
 
+fn not_found(st: &AppState, id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!(
+            "unknown session '{}': it was closed, expired after {} s idle, or never existed; create one with POST /v1/sessions",
+            id.chars().take(64).collect::<String>(),
+            st.cfg.idle_timeout.as_secs_f64()
+        ),
+    )
+}
+
 fn lookup(st: &AppState, id: &str) -> Result<Arc<Slot>, ApiError> {
-    let slot = st.table().get(id).cloned().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!(
-                "unknown session '{}': it was closed, expired after {} s idle, or never existed; create one with POST /v1/sessions",
-                id.chars().take(64).collect::<String>(),
-                st.cfg.idle_timeout.as_secs_f64()
-            ),
-        )
-    })?;
+    let slot = st
+        .table()
+        .get(id)
+        .cloned()
+        .ok_or_else(|| not_found(st, id))?;
     slot.last_used.store(st.now_ms(), Ordering::Relaxed);
     Ok(slot)
 }
@@ -142,12 +148,29 @@ async fn healthz() -> Json<Value> {
 async fn metrics(State(st): Shared) -> Json<Value> {
     let c = &st.counters;
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let now = st.now_ms();
+    let (open, finished, idle_max_ms) = {
+        let table = st.table();
+        let finished = table
+            .values()
+            .filter(|s| s.finished.load(Ordering::Relaxed))
+            .count();
+        let idle = table
+            .values()
+            .map(|s| now.saturating_sub(s.last_used.load(Ordering::Relaxed)))
+            .max()
+            .unwrap_or(0);
+        (table.len(), finished, idle)
+    };
     Json(json!({
-        "sessions_open": st.table().len(),
+        "sessions_open": open,
+        "sessions_open_finished": finished,
+        "sessions_idle_max_s": idle_max_ms as f64 / 1000.0,
         "max_sessions": st.cfg.max_sessions,
         "idle_timeout_s": st.cfg.idle_timeout.as_secs_f64(),
         "resets": get(&c.created),
         "sessions_closed": get(&c.closed),
+        "sessions_closed_unfinished": get(&c.closed_unfinished),
         "sessions_expired": get(&c.expired),
         "sessions_rejected_full": get(&c.rejected_full),
         "step_requests": get(&c.step_requests),
@@ -231,6 +254,7 @@ async fn create(
             Arc::new(Slot {
                 session: std::sync::Mutex::new(session),
                 last_used: st.now_ms().into(),
+                finished: false.into(),
             }),
         );
     }
@@ -261,15 +285,19 @@ async fn show(State(st): Shared, Path(id): Path<String>) -> Result<Json<Value>, 
             .session
             .lock()
             .map_err(|_| internal("reading the session"))?;
-        Ok::<_, ApiError>((s.options().seed, s.world_seed(), s.state(Frames::Last)))
+        Ok::<_, ApiError>((s.options().clone(), s.world_seed(), s.state(Frames::Last)))
     })
     .await
     .map_err(|_| internal("reading the session"))??;
-    let mut out = json!({"id": id, "seed": view.0, "world_seed": view.1});
-    merge(
-        &mut out,
-        serde_json::to_value(view.2).unwrap_or(Value::Null),
-    );
+    let (options, world_seed, state) = view;
+    // The same fields as the create response, so a client can recover a session from it.
+    let mut out = json!({
+        "id": id,
+        "seed": options.seed,
+        "world_seed": world_seed,
+        "options": serde_json::to_value(&options).unwrap_or(Value::Null),
+    });
+    merge(&mut out, serde_json::to_value(state).unwrap_or(Value::Null));
     Ok(Json(out))
 }
 
@@ -296,6 +324,9 @@ async fn step(
                 .fetch_add(r.invalid as u64, Ordering::Relaxed);
             c.episodes_done
                 .fetch_add(r.state.done as u64, Ordering::Relaxed);
+            if r.state.done {
+                slot.finished.store(true, Ordering::Relaxed);
+            }
         }
         r
     };
@@ -311,9 +342,14 @@ async fn step(
 }
 
 async fn close(State(st): Shared, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let slot = lookup(&st, &id)?;
-    st.table().remove(&id);
+    // Counted once even when two DELETEs (or a DELETE and the reaper) race.
+    let slot = st.table().remove(&id).ok_or_else(|| not_found(&st, &id))?;
     st.counters.closed.fetch_add(1, Ordering::Relaxed);
+    if !slot.finished.load(Ordering::Relaxed) {
+        st.counters
+            .closed_unfinished
+            .fetch_add(1, Ordering::Relaxed);
+    }
     // A step still running on this session keeps its own handle; don't wait for it.
     let step = slot.session.try_lock().map(|s| s.env().step_count()).ok();
     Ok(Json(json!({"id": id, "closed": true, "step": step})))

@@ -1,4 +1,4 @@
-//! Limits, bad requests, idle expiry and the Python agent.
+//! Limits, bad requests, idle expiry, the session view and the metrics that show leaks.
 
 use std::time::Duration;
 
@@ -176,31 +176,88 @@ async fn idle_sessions_expire() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn openrlhf_example_agent_runs_against_a_live_server() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let python = root.join(".venv-crafter/bin/python");
-    if !python.exists() {
-        let why = format!("{} not found (the CI venv with Pillow)", python.display());
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set but {why}");
-        }
-        eprintln!("skipping the Python agent test: {why}");
-        return;
-    }
+async fn get_session_answers_what_create_did() {
     let s = server(ServeConfig::default()).await;
-    let out = tokio::process::Command::new(&python)
-        .arg(root.join("tests/python/test_crafter_agent.py"))
-        .env("CRAFTER_ENV_URL", s.base_url())
-        .output()
-        .await
-        .expect("run python");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let http = Http::new(&s);
+    let (id, created) = http
+        .create(json!({"seed": 11, "image_size": 48, "obs_format": "balrog", "length": 30, "protocol": "text"}))
+        .await;
+    let (st, shown) = http.send("GET", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(st, 200, "{shown}");
+    // The same document as the create response: id, seed, world seed, options and state.
+    assert_eq!(shown, created);
+    assert_eq!(
+        shown["options"],
+        json!({"seed": 11, "image_size": 48, "obs_format": "balrog", "length": 30, "protocol": "text", "max_actions": 1})
     );
-    assert!(out.status.success(), "python agent test failed:\n{text}");
-    assert!(text.contains("all agent checks passed"), "{text}");
-    // The agent closes its sessions when episodes end.
-    assert_eq!(s.sessions_open(), 0, "{text}");
+    let stepped = http
+        .ok(
+            &format!("/v1/sessions/{id}/step"),
+            &json!({"text": "ACTION: move_left"}),
+        )
+        .await;
+    let (_, shown) = http.send("GET", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(shown["options"], created["options"]);
+    for key in [
+        "step",
+        "vitals",
+        "inventory",
+        "achievements",
+        "observation",
+        "frame_png_b64",
+        "done",
+    ] {
+        assert_eq!(shown[key], stepped[key], "{key}");
+    }
+    assert_eq!(shown["step"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_sessions_left_open() {
+    let s = server(ServeConfig::default()).await;
+    let http = Http::new(&s);
+    let metrics = || async { http.send("GET", "/metrics", None).await.1 };
+    let (running, _) = http.create(json!({"seed": 1})).await;
+    let (finished, _) = http.create(json!({"seed": 2, "length": 2})).await;
+    let (_idle, _) = http.create(json!({"seed": 3})).await;
+    http.ok(
+        &format!("/v1/sessions/{running}/step"),
+        &json!({"actions": ["noop"]}),
+    )
+    .await;
+    let v = http
+        .ok(
+            &format!("/v1/sessions/{finished}/step"),
+            &json!({"actions": ["noop", "noop"]}),
+        )
+        .await;
+    assert_eq!(v["done"], true);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let m = metrics().await;
+    assert_eq!(m["sessions_open"], 3);
+    // A finished episode whose session is still open: its client forgot the DELETE.
+    assert_eq!(m["sessions_open_finished"], 1);
+    let idle = m["sessions_idle_max_s"].as_f64().unwrap();
+    assert!((0.25..60.0).contains(&idle), "{m}");
+
+    // Closing a running episode (a client stopping early) is counted apart.
+    http.send("DELETE", &format!("/v1/sessions/{running}"), None)
+        .await;
+    // Two DELETEs racing on one session: one closes it, the other gets 404, counted once.
+    let path = format!("/v1/sessions/{finished}");
+    let (a, b) = tokio::join!(
+        http.send("DELETE", &path, None),
+        http.send("DELETE", &path, None)
+    );
+    let mut statuses = [a.0, b.0];
+    statuses.sort();
+    assert_eq!(statuses, [200, 404]);
+    let m = metrics().await;
+    assert_eq!(m["sessions_open"], 1);
+    assert_eq!(m["sessions_open_finished"], 0);
+    assert_eq!(m["sessions_closed"], 2);
+    assert_eq!(m["sessions_closed_unfinished"], 1);
+    assert_eq!(m["sessions_expired"], 0);
+    // Every session created is open, closed or expired.
+    assert_eq!(m["resets"], 3);
 }

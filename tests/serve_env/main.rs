@@ -1,6 +1,8 @@
 //! The env server driven over HTTP: parallel sessions, determinism, equality with the engine
 //! and with `vlm-eval env trace`, the evaluator's parser (`engine.rs`); limits and JSON errors,
-//! idle expiry, and the OpenRLHF example agent against a live server (`limits.rs`).
+//! idle expiry, the session view and the leak metrics (`limits.rs`). The OpenRLHF example agent
+//! runs under the real OpenRLHF against a live `vlm-eval serve-env` in
+//! `scripts/openrlhf_check.sh` (a pinned Python venv; part of `.ci/run`).
 
 mod engine;
 mod limits;

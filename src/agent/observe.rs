@@ -6,8 +6,8 @@
 //!
 //! - `state`: compact and self-explanatory; vitals, time of day, position, facing, inventory,
 //!   achievements and a north-up character map of the view with a legend of the characters used.
-//! - `balrog`: like BALROG's language wrapper; the nearest visible thing of each kind with its
-//!   offset in steps and compass words, what you face, status and inventory.
+//! - `balrog`: BALROG's language wrapper byte for byte ([`super::balrog::observe`]): its status
+//!   text, a newline, then its view text (the order of BALROG's current observation).
 
 use std::fmt::Write;
 
@@ -23,7 +23,7 @@ use crate::crafter::Env;
 pub enum ObsFormat {
     /// Compact state with a north-up character map.
     State,
-    /// BALROG-style description: nearest things with compass offsets.
+    /// BALROG's wrapper: status, then nearest things with step counts and compass words.
     Balrog,
 }
 
@@ -31,7 +31,7 @@ pub enum ObsFormat {
 pub fn observe(env: &Env, format: ObsFormat) -> String {
     match format {
         ObsFormat::State => state_text(env),
-        ObsFormat::Balrog => balrog_text(env),
+        ObsFormat::Balrog => super::balrog::balrog_observation(env).joined(),
     }
 }
 
@@ -260,74 +260,6 @@ fn state_text(env: &Env) -> String {
     s
 }
 
-/// "2 steps north and 1 step west" for an offset from the player.
-fn offset_words(d: Pos) -> String {
-    let part = |n: i32, word: &str| format!("{} step{} {word}", n, if n == 1 { "" } else { "s" });
-    let mut parts = Vec::new();
-    if d[1] != 0 {
-        parts.push(part(d[1].abs(), direction_word([0, d[1]])));
-    }
-    if d[0] != 0 {
-        parts.push(part(d[0].abs(), direction_word([d[0], 0])));
-    }
-    if parts.is_empty() {
-        "at your location".to_string()
-    } else {
-        parts.join(" and ")
-    }
-}
-
-fn balrog_text(env: &Env) -> String {
-    let world = env.world();
-    let inv = &world.player.inventory;
-    let mut s = String::new();
-    if inv[item::HEALTH] <= 0 {
-        s.push_str("You died.\n\n");
-    } else if world.player.sleeping {
-        s.push_str("You are sleeping, and cannot act until your energy is full.\n\n");
-    }
-    // Nearest of each kind (Manhattan distance; ties keep the first in row order).
-    let mut nearest: Vec<(&'static str, Pos)> = Vec::new();
-    for (d, cell) in view_cells(env) {
-        if matches!(cell, Cell::Player | Cell::Mat(Material::None)) {
-            continue;
-        }
-        let name = cell.name();
-        let dist = d[0].abs() + d[1].abs();
-        match nearest.iter_mut().find(|(n, _)| *n == name) {
-            Some(entry) if entry.1[0].abs() + entry.1[1].abs() > dist => entry.1 = d,
-            Some(_) => {}
-            None => nearest.push((name, d)),
-        }
-    }
-    nearest.sort_by_key(|(n, d)| (d[0].abs() + d[1].abs(), *n));
-    if nearest.is_empty() {
-        s.push_str("You see nothing away from you.\n\n");
-    } else {
-        s.push_str("You see:\n");
-        for (name, d) in &nearest {
-            let _ = writeln!(s, "- {name} {}", offset_words(*d));
-        }
-        s.push('\n');
-    }
-    let (_, front) = facing_text(world);
-    let _ = write!(s, "You face {front} at your front.\n\n");
-    s.push_str("Your status:\n");
-    for (i, name) in ITEM_NAMES.iter().enumerate().take(item::SAPLING) {
-        let _ = writeln!(s, "- {name}: {}/{ITEM_MAX}", inv[i]);
-    }
-    let list = items(world);
-    if list.is_empty() {
-        s.push_str("\nYou have nothing in your inventory.");
-    } else {
-        s.push_str("\nYour inventory:");
-        for (name, count) in list {
-            let _ = write!(s, "\n- {name}: {count}");
-        }
-    }
-    s
-}
-
 /// Encode an RGB frame (H × W × 3) as PNG.
 pub fn encode_png(frame: &[u8], size: usize) -> Vec<u8> {
     use image::codecs::png::{CompressionType, FilterType, PngEncoder};
@@ -479,17 +411,18 @@ mod tests {
     }
 
     #[test]
-    fn balrog_reports_compass_offsets() {
+    fn balrog_reports_steps_and_compass_words() {
         let mut env = env(3);
         tree_west_cow_north(&mut env);
         let text = observe(&env, ObsFormat::Balrog);
-        assert!(text.contains("- tree 1 step west\n"), "{text}");
-        assert!(text.contains("- cow 2 steps north\n"), "{text}");
-        assert!(text.contains("You face tree at your front."));
-        assert!(text.contains("- health: 9/9"));
-        assert!(text.ends_with("You have nothing in your inventory."));
-        assert_eq!(offset_words([-3, 2]), "2 steps south and 3 steps west");
-        assert_eq!(offset_words([1, -1]), "1 step north and 1 step east");
+        assert!(text.starts_with("Your status:\n- health: 9/9\n"), "{text}");
+        assert!(
+            text.contains("\nYou have nothing in your inventory.\nYou see:\n"),
+            "{text}"
+        );
+        assert!(text.contains("- tree 1 step to your west\n"), "{text}");
+        assert!(text.contains("- cow 2 steps to your north\n"), "{text}");
+        assert!(text.ends_with("\n\nYou face tree at your front."), "{text}");
     }
 
     #[test]
@@ -511,8 +444,11 @@ mod tests {
         assert!(state.contains("energy 4/9"));
         assert!(state.contains("Achievements unlocked (0/22): none."));
         let balrog = observe(&env, ObsFormat::Balrog);
-        assert!(balrog.starts_with("You are sleeping"));
-        assert!(balrog.contains("Your inventory:\n- wood: 3\n- wood_pickaxe: 1"));
+        assert!(balrog.contains("\nYou are sleeping, and will not be able take actions until energy is full.\n\n\n\nYou see:"), "{balrog}");
+        assert!(
+            balrog.contains("Your inventory:\n- wood: 3\n- wood_pickaxe: 1\n"),
+            "{balrog}"
+        );
         // Unlock one achievement and see it listed.
         let mut env = self::env(0);
         let me = tree_west_cow_north(&mut env);

@@ -2,11 +2,24 @@
 
 use std::io::Write;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use serde_json::{json, Value};
 
 use super::common::{env_config, load_textures, parse_action, EnvArgs};
 use super::error::CliError;
+use crate::agent::balrog::balrog_observation;
+use crate::agent::observe::{observe, ObsFormat};
+use crate::agent::preset::Preset;
 use crate::crafter::{trace, Env};
+
+/// An observation text added to every trace record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Observe {
+    /// `"balrog": {"long_term_context", "short_term_context"}`: BALROG's wrapper texts.
+    Balrog,
+    /// `"state": "<text>"`: the `state` observation.
+    State,
+}
 
 /// `vlm-eval env trace` flags.
 #[derive(Args, Debug)]
@@ -26,9 +39,29 @@ pub struct TraceArgs {
     /// Refill health to 9 before each step (both tracers implement it), for long episodes.
     #[arg(long)]
     pub immortal: bool,
+    /// Add observation texts to every record (comma-separated: balrog, state).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub observe: Vec<Observe>,
+    /// Apply a preset's observation settings (`vlm-eval presets`): `balrog` adds
+    /// `--observe balrog`, plays BALROG's reset Noop after every reset and renders every frame
+    /// twice as its wrapper does; it needs `--size 256` (at night each render draws from the
+    /// game's RNG, so other frame sizes play another game).
+    #[arg(long)]
+    pub preset: Option<String>,
     /// Geometry and textures.
     #[command(flatten)]
     pub env: EnvArgs,
+}
+
+/// Add the requested observation texts to a record.
+fn with_observations(env: &Env, mut record: Value, observe_as: &[Observe]) -> Value {
+    for o in observe_as {
+        match o {
+            Observe::Balrog => record["balrog"] = json!(balrog_observation(env)),
+            Observe::State => record["state"] = json!(observe(env, ObsFormat::State)),
+        }
+    }
+    record
 }
 
 /// Run `vlm-eval env trace`.
@@ -47,6 +80,25 @@ pub fn cmd_trace(a: TraceArgs) -> Result<i32, CliError> {
             "--actions is empty: give at least one action",
         ));
     }
+    let mut observe_as = a.observe.clone();
+    let (mut reset_noop, mut render_twice) = (false, false);
+    if let Some(name) = &a.preset {
+        let preset = Preset::builtin(name).map_err(|e| CliError::usage(e.to_string()))?;
+        if preset.observation.obs_format == ObsFormat::Balrog
+            && !observe_as.contains(&Observe::Balrog)
+        {
+            observe_as.push(Observe::Balrog);
+        }
+        reset_noop = preset.observation.reset_noop;
+        render_twice = preset.observation.render_twice;
+        let size = preset.observation.image_size;
+        if a.env.size != [size, size] {
+            return Err(CliError::usage(format!(
+                "--preset {} renders {size} px frames: pass --size {size} (at night every render draws from the game's RNG, so another size plays another game)",
+                preset.name
+            )));
+        }
+    }
     let textures = load_textures(a.env.assets.as_deref())?;
     let mut env = Env::new(cfg, &textures).map_err(|e| CliError::usage(e.to_string()))?;
     let stdout = std::io::stdout();
@@ -57,8 +109,11 @@ pub fn cmd_trace(a: TraceArgs) -> Result<i32, CliError> {
         action_seed: a.action_seed,
         actions,
         immortal: a.immortal,
+        reset_noop,
+        render_twice,
     };
-    trace::run_trace(&mut env, &options, |record| {
+    trace::run_trace_with(&mut env, &options, |env, record| {
+        let record = with_observations(env, record, &observe_as);
         if failed.is_none() {
             if let Err(e) = writeln!(out, "{record}") {
                 failed = Some(e);

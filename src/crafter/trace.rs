@@ -134,14 +134,38 @@ pub struct TraceOptions {
     pub actions: Option<Vec<Action>>,
     /// Refill health to 9 before each step.
     pub immortal: bool,
+    /// Play one `noop` right after every reset (BALROG's wrapper does), emitted as a step
+    /// record before the options' steps.
+    pub reset_noop: bool,
+    /// Render once more after every step, as BALROG's wrapper does (at night each render draws
+    /// noise from the game's RNG, so this changes the game from dusk on).
+    pub render_twice: bool,
 }
 
 /// Play the options' steps, resetting after `done`, calling `emit` for every record (the
 /// first is the initial `reset`).
 pub fn run_trace(env: &mut Env, options: &TraceOptions, mut emit: impl FnMut(Value)) {
+    run_trace_with(env, options, |_, record| emit(record));
+}
+
+/// [`run_trace`], also handing `emit` the env in the state the record describes.
+pub fn run_trace_with(env: &mut Env, options: &TraceOptions, mut emit: impl FnMut(&Env, Value)) {
     let mut rng = RandomState::new(options.action_seed);
-    env.reset();
-    emit(reset_record(env));
+    let reset = |env: &mut Env, emit: &mut dyn FnMut(&Env, Value)| {
+        env.reset();
+        emit(env, reset_record(env));
+        if options.reset_noop {
+            let out = env.step(Action::Noop);
+            if options.render_twice {
+                env.render();
+            }
+            emit(
+                env,
+                step_record(env, Action::Noop, out.reward, out.done, out.dead),
+            );
+        }
+    };
+    reset(env, &mut emit);
     for t in 0..options.steps {
         let action = match &options.actions {
             Some(list) if !list.is_empty() => list[(t % list.len() as u64) as usize],
@@ -151,10 +175,15 @@ pub fn run_trace(env: &mut Env, options: &TraceOptions, mut emit: impl FnMut(Val
             env.set_player_health(9);
         }
         let out = env.step(action);
-        emit(step_record(env, action, out.reward, out.done, out.dead));
+        if options.render_twice {
+            env.render();
+        }
+        emit(
+            env,
+            step_record(env, action, out.reward, out.done, out.dead),
+        );
         if out.done {
-            env.reset();
-            emit(reset_record(env));
+            reset(env, &mut emit);
         }
     }
 }

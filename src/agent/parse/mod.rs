@@ -57,8 +57,10 @@
 //! the left", "make a wooden pickaxe" and "action 3" work. Single letters (w/a/s/d) and bare
 //! material names ("table", "stone") are deliberately *not* accepted: they are ambiguous.
 
+mod balrog;
 mod lenient;
 mod names;
+pub mod outcome;
 mod text;
 mod toolcall;
 
@@ -68,7 +70,9 @@ use serde_json::{Map, Value};
 use super::tools::display_name;
 use crate::crafter::rules::Action;
 use crate::model::ChatReply;
+pub use balrog::{balrog_action, balrog_completion, py_strip};
 pub use names::normalize_action;
+pub use outcome::{judge_reply, Judged, Outcome, ParserMode};
 use text::{stage_bare, stage_lists, stage_markers, stage_mention};
 use toolcall::{stage_json_in_text, stage_tool_calls};
 

@@ -1,0 +1,10 @@
+//! BALROG's Crafter protocol (naive agent, commit af7d1f1), reproduced: its observation texts
+//! ([`observe`]), the texts read from a BALROG checkout at run time ([`texts`]), and the
+//! messages its naive agent sends ([`history`]). The reply rule is in
+//! [`crate::agent::parse`] (`ParserMode::Balrog`). BALROG's prose is never part of this
+//! project: the instruction prompt, naive instruction and feedback sentence come from the
+//! checkout the user names, checked against the pinned hashes.
+
+pub mod observe;
+
+pub use observe::{balrog_observation, BalrogObs};

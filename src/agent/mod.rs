@@ -3,6 +3,7 @@
 
 pub mod balrog;
 pub mod conversation;
+pub mod dialog;
 pub mod observe;
 pub mod parse;
 pub mod preset;

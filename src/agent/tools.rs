@@ -18,27 +18,6 @@ use crate::model::ToolSpec;
 /// Name of the one function tool.
 pub const TOOL_NAME: &str = "interact_many";
 
-/// BALROG display names, indexed by action id.
-const DISPLAY_NAMES: [&str; 17] = [
-    "Noop",
-    "Move West",
-    "Move East",
-    "Move North",
-    "Move South",
-    "Do",
-    "Sleep",
-    "Place Stone",
-    "Place Table",
-    "Place Furnace",
-    "Place Plant",
-    "Make Wood Pickaxe",
-    "Make Stone Pickaxe",
-    "Make Iron Pickaxe",
-    "Make Wood Sword",
-    "Make Stone Sword",
-    "Make Iron Sword",
-];
-
 /// The `interact_many` function tool allowing 1..=`max_actions` actions (0 is treated as 1).
 pub fn interact_many_tool(max_actions: usize) -> ToolSpec {
     let max = max_actions.max(1);
@@ -76,7 +55,7 @@ pub fn interact_many_tool(max_actions: usize) -> ToolSpec {
 
 /// BALROG display name of an action ("Noop", "Move West", …, "Make Iron Sword").
 pub fn display_name(a: Action) -> &'static str {
-    DISPLAY_NAMES[a.id() as usize]
+    a.display_name()
 }
 
 #[cfg(test)]

@@ -174,7 +174,34 @@ impl Action {
     pub fn id(self) -> u8 {
         self as u8
     }
+
+    /// The display name BALROG and SmartPlay use ("Noop", "Move West", …, "Make Iron Sword").
+    pub fn display_name(self) -> &'static str {
+        DISPLAY_NAMES[self as usize]
+    }
 }
+
+/// Display names, indexed by action id: title case, with compass words for moves
+/// (`move_left` is "Move West", `move_up` "Move North").
+const DISPLAY_NAMES: [&str; 17] = [
+    "Noop",
+    "Move West",
+    "Move East",
+    "Move North",
+    "Move South",
+    "Do",
+    "Sleep",
+    "Place Stone",
+    "Place Table",
+    "Place Furnace",
+    "Place Plant",
+    "Make Wood Pickaxe",
+    "Make Stone Pickaxe",
+    "Make Iron Pickaxe",
+    "Make Wood Sword",
+    "Make Stone Sword",
+    "Make Iron Sword",
+];
 
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

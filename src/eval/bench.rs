@@ -122,6 +122,7 @@ fn options(
             budget: Default::default(),
             cache: None,
             api_seed: false,
+            play: Default::default(),
         },
         seeds: (0..seeds as i64).collect(),
         concurrency,

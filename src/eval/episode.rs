@@ -7,17 +7,17 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::agent::conversation::{Conversation, ConversationConfig};
-use crate::agent::observe::{encode_png, observe, ObsFormat};
-use crate::agent::parse::parse_reply;
-use crate::agent::prompt::INVALID_NOTE;
+use crate::agent::conversation::ConversationConfig;
+use crate::agent::dialog::{Dialog, PlayOptions};
+use crate::agent::observe::{encode_png, ObsFormat};
+use crate::agent::parse::Outcome;
 use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
 use crate::model::{ChatModel, ChatReply};
 
 use super::budget::Budget;
 use super::cache::ResponseCache;
-use crate::results::formats::{latency_stats, EpisodeResult, Termination};
+use crate::results::formats::{latency_stats, EpisodeResult, FormatCounts, Termination};
 use crate::results::store::{EpisodeWriter, RunDir, StoreError};
 
 /// Options for every episode of a run.
@@ -45,6 +45,8 @@ pub struct EpisodeConfig {
     pub cache: Option<Arc<ResponseCache>>,
     /// Send the episode's env seed as the API `seed` parameter.
     pub api_seed: bool,
+    /// The protocol around the model: layout, parser, feedback, reset and render (presets).
+    pub play: PlayOptions,
 }
 
 fn add(total: Option<u64>, part: Option<u64>, first: bool) -> Option<u64> {
@@ -86,34 +88,42 @@ pub async fn run_episode(
     env.reset();
     let mut frame = Arc::new(encode_png(env.frame(), cfg.image_size));
     writer.write_frame(0, frame.clone())?;
+    let mut num_steps = 0u32;
+    if cfg.play.reset_noop {
+        // BALROG's reset plays one Noop before the first observation (its reward is not counted).
+        cfg.play.step(&mut env, Action::Noop);
+        num_steps += 1;
+        frame = Arc::new(encode_png(env.frame(), cfg.image_size));
+        writer.write_frame(env.step_count(), frame.clone())?;
+    }
     let mut conv_cfg = cfg.conversation.clone();
     if cfg.api_seed {
         conv_cfg.seed = Some(seed);
     }
-    let mut conversation = Conversation::new(conv_cfg);
-    let mut achievements = [0u32; 22];
+    let mut dialog = Dialog::new(conv_cfg, cfg.play.clone(), cfg.obs_format);
+    let mut achievements = env.world().player.achievements;
     let mut unlock_step = BTreeMap::new();
-    let (mut num_steps, mut ret, mut turns) = (0u32, 0.0f64, 0u32);
+    let mut format = FormatCounts::default();
+    let (mut ret, mut turns) = (0.0f64, 0u32);
     let (mut invalid, mut unknown, mut truncated, mut retries) = (0u32, 0u32, 0u32, 0u32);
     let mut retry_wait_ms = 0.0f64;
     let (mut input_tokens, mut output_tokens) = (None, None);
     let mut latencies = Vec::new();
     let mut termination = Termination::TurnBudget;
     let mut error = None;
-    let mut note: Option<String> = None;
     'turns: for turn in 0..cfg.turns {
         if cfg.budget.exhausted() {
             termination = Termination::Budget;
             break;
         }
-        let observation = observe(&env, cfg.obs_format);
-        let user = conversation.user_message(&observation, frame.clone(), note.as_deref());
-        let request = conversation.request(&user);
+        let prompted = dialog.prompt(&env, frame.clone());
+        let (observation, user, request) =
+            (&prompted.observation, &prompted.user, &prompted.request);
         let step_before = env.step_count();
         let sent_frame = frame.clone();
         let answer = match &cfg.cache {
-            Some(cache) => cache.chat(model, &request, seed, turn).await,
-            None => model.chat(&request).await.map(|r| (r, false)),
+            Some(cache) => cache.chat(model, request, seed, turn).await,
+            None => model.chat(request).await.map(|r| (r, false)),
         };
         let (reply, cache_hit) = match answer {
             Ok(r) => r,
@@ -131,25 +141,26 @@ pub async fn run_episode(
         latencies.push(reply.latency_ms);
         input_tokens = add(input_tokens, reply.usage.input_tokens, turn == 0);
         output_tokens = add(output_tokens, reply.usage.output_tokens, turn == 0);
-        let parsed = parse_reply(
-            &reply,
-            cfg.conversation.protocol,
-            cfg.conversation.max_actions,
-        );
+        let judged = dialog.judge(&reply);
+        let parsed = &judged.parsed;
         unknown += parsed.unknown.len() as u32;
         truncated += parsed.truncated as u32;
-        let was_invalid = parsed.actions.is_empty();
+        match judged.outcome {
+            Outcome::Exact => format.exact += 1,
+            Outcome::Repaired => format.repaired += 1,
+            Outcome::Invalid => format.invalid += 1,
+        }
+        let was_invalid = judged.is_invalid();
         let actions = if was_invalid {
             invalid += 1;
             vec![Action::Noop]
         } else {
             parsed.actions.clone()
         };
-        note = was_invalid.then(|| INVALID_NOTE.to_string());
         let mut executed = Vec::new();
         let mut done = false;
         for action in &actions {
-            let out = env.step(*action);
+            let out = cfg.play.step(&mut env, *action);
             num_steps += 1;
             ret += out.reward;
             frame = Arc::new(encode_png(env.frame(), cfg.image_size));
@@ -186,11 +197,11 @@ pub async fn run_episode(
             .collect();
         let summary = format!("Executed {} action(s): {}.", names.len(), names.join(", "));
         let frame_rel = EpisodeWriter::frame_rel(step_before);
-        writer.append(&json!({
+        let mut line = json!({
             "turn": turn,
             "step": step_before,
             "observation": observation,
-            "note": user_note(&user),
+            "note": prompted.note,
             "user_text": user.joined_text(),
             "frame": {"path": frame_rel, "sha256": sha256_hex(&sent_frame), "sent": user.image_count() > 0},
             "request": {
@@ -201,7 +212,7 @@ pub async fn run_episode(
                 "max_tokens": request.max_tokens,
             },
             "reply": reply_json(&reply),
-            "parsed": parsed,
+            "parsed": judged,
             "invalid": was_invalid,
             "executed": executed,
             "usage": reply.usage,
@@ -209,8 +220,12 @@ pub async fn run_episode(
             "retries": reply.retries,
             "cache_hit": cache_hit,
             "retry_wait_ms": reply.retry_wait_ms,
-        }))?;
-        conversation.record(user, &reply, &summary);
+        });
+        if let Some(b) = &prompted.balrog {
+            line["balrog"] = json!(b);
+        }
+        writer.append(&line)?;
+        dialog.record(prompted, &reply, &judged, &summary);
         if done {
             break 'turns;
         }
@@ -238,6 +253,7 @@ pub async fn run_episode(
         invalid_actions: invalid,
         unknown_actions: unknown,
         truncated_actions: truncated,
+        format: Some(format),
         input_tokens,
         output_tokens,
         retries,
@@ -249,10 +265,4 @@ pub async fn run_episode(
     };
     writer.finish(&result).await?;
     Ok(result)
-}
-
-fn user_note(user: &crate::model::Message) -> Option<String> {
-    let text = user.joined_text();
-    text.starts_with("Note:")
-        .then(|| text.lines().next().unwrap_or_default().to_string())
 }

@@ -9,6 +9,7 @@
 //! drink, eat and sleep when low; craft when it can; collect what the next tool needs;
 //! otherwise explore in a heading that changes every few dozen steps.
 
+mod balrog;
 mod plan;
 mod state;
 
@@ -16,6 +17,7 @@ use serde_json::{json, Value};
 
 use super::{BoxFuture, ChatModel, ChatReply, ChatRequest, ModelError, Role, ToolCall, Usage};
 use crate::crafter::rules::Action;
+pub use balrog::{balrog_action, BalrogScriptedModel};
 use plan::scripted_plan;
 
 /// Decide actions from the last observation text (the `state` format). Deterministic: the same text gives the same actions.
@@ -106,6 +108,17 @@ fn reply(
             "stop",
         )
     };
+    chat_reply(message, tool_calls, finish, model, hash)
+}
+
+/// An OpenAI-shaped reply (raw body included) from a message and tool calls.
+fn chat_reply(
+    message: Option<String>,
+    tool_calls: Vec<ToolCall>,
+    finish: &str,
+    model: &str,
+    hash: u64,
+) -> ChatReply {
     let raw_calls: Vec<Value> = tool_calls
         .iter()
         .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))

@@ -92,6 +92,9 @@ pub struct OpenAiConfig {
     /// Longest time one `chat()` call may take with every attempt and wait (`None`: no limit);
     /// passing it gives [`ModelError::Timeout`].
     pub turn_deadline: Option<Duration>,
+    /// Send every message's content as a list of parts, text ones included (BALROG's client
+    /// does); otherwise a text-only message's content is a plain string.
+    pub content_parts: bool,
 }
 
 impl OpenAiConfig {
@@ -112,6 +115,7 @@ impl OpenAiConfig {
             adaptive: None,
             max_retry_wait: MAX_RETRY_AFTER,
             turn_deadline: None,
+            content_parts: false,
         }
     }
 }

@@ -62,6 +62,24 @@ pub struct Latency {
     pub calls: Vec<f64>,
 }
 
+/// Turns by reply-format outcome (`parsed.outcome` in the trajectory; docs/FORMATS.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FormatCounts {
+    /// Replies in the exact form asked for.
+    pub exact: u32,
+    /// Replies usable only after lenient recovery.
+    pub repaired: u32,
+    /// Replies with no usable action (the fallback was played).
+    pub invalid: u32,
+}
+
+impl FormatCounts {
+    /// Turns counted.
+    pub fn turns(&self) -> u32 {
+        self.exact + self.repaired + self.invalid
+    }
+}
+
 /// `episode.json`: one episode's result (BALROG field names where they exist).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeResult {
@@ -93,6 +111,9 @@ pub struct EpisodeResult {
     pub unknown_actions: u32,
     /// Actions cut because a reply exceeded the per-turn limit.
     pub truncated_actions: u32,
+    /// Turns by reply-format outcome (absent in episodes written before vlm-eval recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<FormatCounts>,
     /// Prompt tokens (None when the server did not report usage).
     pub input_tokens: Option<u64>,
     /// Completion tokens.

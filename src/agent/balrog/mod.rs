@@ -5,6 +5,11 @@
 //! project: the instruction prompt, naive instruction and feedback sentence come from the
 //! checkout the user names, checked against the pinned hashes.
 
+pub mod history;
 pub mod observe;
+mod pysrc;
+pub mod texts;
 
+pub use history::{History, HistoryConfig};
 pub use observe::{balrog_observation, BalrogObs};
+pub use texts::{BalrogError, BalrogTexts, BALROG_REPO, PINNED_COMMIT};

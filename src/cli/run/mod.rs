@@ -10,10 +10,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 mod model;
+mod preset;
 
 use crate::agent::conversation::{ConversationConfig, Modality};
 use crate::agent::observe::ObsFormat;
-use crate::agent::parse::Protocol;
+use crate::agent::parse::{ParserMode, Protocol};
+use crate::agent::preset::Layout;
 use crate::agent::prompt::Prompts;
 use crate::cli::common::{load_textures, runtime};
 use crate::cli::error::CliError;
@@ -23,7 +25,7 @@ use crate::eval::cache::ResponseCache;
 use crate::eval::episode::EpisodeConfig;
 use crate::eval::runner::{run, RunOptions};
 use crate::eval::shard::Shard;
-use crate::model::baseline::{RandomModel, ScriptedModel};
+use crate::model::baseline::{BalrogScriptedModel, RandomModel, ScriptedModel};
 use crate::model::mock::MockServer;
 use crate::model::openai::OpenAiModel;
 use crate::model::ChatModel;
@@ -35,6 +37,10 @@ use model::{builtin_price, is_local, load_local, openai_config, Quirks};
 #[derive(Args, Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RunArgs {
+    /// Protocol preset (`vlm-eval presets` lists them): `vlm-eval` (the defaults below) or
+    /// `balrog` (BALROG's Crafter evaluation; needs --balrog-src). Flags override its settings.
+    #[arg(long)]
+    pub preset: Option<String>,
     /// Model: `mock` (offline, scripted policy behind a local OpenAI-compatible server),
     /// `scripted`, `random`, `local:DIR` (a Qwen2-VL checkpoint folder run in-process), or a
     /// model name at an OpenAI-compatible endpoint.
@@ -173,6 +179,19 @@ pub struct RunArgs {
     /// Play only slice i of n (0-based) of the seed list, e.g. 0/4; join with `vlm-eval merge`.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
+    /// Reply rule: lenient (recover actions from almost any reply), strict (only the exact
+    /// form; a repaired reply plays noop and counts as invalid) or balrog (BALROG's exact
+    /// match) [default: the preset's: lenient, or balrog under --preset balrog].
+    #[arg(long, value_enum)]
+    pub parser: Option<ParserMode>,
+    /// A BALROG checkout (commit af7d1f1) to read its prompt texts from, for --preset balrog
+    /// [default: $BALROG_SRC].
+    #[arg(long)]
+    pub balrog_src: Option<PathBuf>,
+    /// Run even when the BALROG checkout's texts differ from commit af7d1f1 (recorded).
+    #[arg(long)]
+    #[serde(default)]
+    pub allow_balrog_drift: bool,
 }
 
 macro_rules! merge {
@@ -198,6 +217,9 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         merge!(
             a,
             file,
+            preset,
+            parser,
+            balrog_src,
             model,
             seeds,
             seed_list,
@@ -240,6 +262,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         a.allow_errors |= file.allow_errors;
         a.no_tool_choice |= file.no_tool_choice;
         a.seed_param |= file.seed_param;
+        a.allow_balrog_drift |= file.allow_balrog_drift;
         if a.headers.is_empty() {
             a.headers = file.headers.clone();
         }
@@ -247,11 +270,12 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     let model_name = a.model.clone().ok_or_else(|| {
         CliError::usage("--model is required: e.g. --model mock (offline), --model gpt-4o-mini, or --model random")
     })?;
+    let r = preset::resolve(&a)?;
     let seeds: Vec<i64> = match (&a.seed_list, a.seeds) {
         (Some(list), _) if !list.is_empty() => list.clone(),
         (_, Some(n)) if n > 0 => (0..n as i64).collect(),
         (_, Some(_)) => return Err(CliError::usage("--seeds must be at least 1")),
-        _ => (0..10).collect(),
+        _ => (0..r.seeds as i64).collect(),
     };
     let mut uniq = seeds.clone();
     uniq.sort_unstable();
@@ -266,17 +290,17 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         Some(shard) => shard.seeds_of(&seeds).map_err(CliError::usage)?,
         None => seeds,
     };
-    let turns = a.steps.unwrap_or(10);
+    let turns = r.steps;
     if turns == 0 {
         return Err(CliError::usage(
             "--steps must be at least 1 (model turns per episode)",
         ));
     }
-    let image_size = a.image_size.unwrap_or(64);
+    let image_size = r.image_size;
     if !(9..=1024).contains(&image_size) {
         return Err(CliError::usage(format!("--image-size {image_size} is out of range: use 9..=1024 pixels (64 is crafter's default)")));
     }
-    let max_actions = a.max_actions_per_turn.unwrap_or(8);
+    let max_actions = r.max_actions;
     if !(1..=64).contains(&max_actions) {
         return Err(CliError::usage("--max-actions-per-turn must be 1..=64"));
     }
@@ -284,27 +308,28 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     if concurrency == 0 {
         return Err(CliError::usage("--concurrency must be at least 1"));
     }
-    let protocol = a.protocol.unwrap_or(Protocol::Tool);
+    let protocol = r.protocol;
     let prompts = match &a.prompts {
         Some(dir) => Prompts::load(dir).map_err(|e| CliError::usage(e.to_string()))?,
         None => Prompts::builtin(),
     };
+    let balrog_layout = r.play.layout == Layout::Balrog;
     let system = prompts.system(protocol, max_actions);
     let conversation = ConversationConfig {
         system: system.clone(),
         protocol,
-        modality: a.modality.unwrap_or(Modality::Both),
-        history: a.history.unwrap_or(3),
-        image_history: a.image_history.unwrap_or(1),
+        modality: r.modality,
+        history: r.history,
+        image_history: r.image_history,
         max_actions: if protocol == Protocol::Text {
             1
         } else {
             max_actions
         },
-        temperature: a.temperature,
-        max_tokens: a.max_tokens,
+        temperature: r.temperature,
+        max_tokens: r.max_tokens,
         seed: None,
-        tool_choice: !a.no_tool_choice,
+        tool_choice: r.tool_choice,
     };
 
     // Endpoint and key (checked before anything slow happens).
@@ -371,6 +396,12 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     }
 
     let textures = Arc::new(load_textures(a.assets.as_deref())?);
+    if balrog_layout && textures.kind() != "official" {
+        return Err(CliError::usage(format!(
+            "--preset {} sends crafter's official textures, but only the built-in sprites were found: run `vlm-eval assets fetch`, or pass --assets DIR (or set CRAFTER_ASSETS)",
+            r.preset.name
+        )));
+    }
     let prices = match (a.price_in, a.price_out) {
         (Some(i), Some(o)) => Some((i, o)),
         (None, None) if builtin => Some((0.0, 0.0)),
@@ -381,8 +412,8 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             ))
         }
     };
-    let obs_format = a.obs_format.unwrap_or(ObsFormat::State);
-    let episode_length = a.episode_length.unwrap_or(10_000);
+    let obs_format = r.obs_format;
+    let episode_length = r.episode_length;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     let run_name = a.run_name.clone().unwrap_or_else(|| {
         let safe: String = model_name
@@ -397,7 +428,11 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             .collect();
         format!(
             "{safe}_{}_{}_{}px_{}t{}",
-            protocol_name(protocol),
+            if balrog_layout {
+                "balrog"
+            } else {
+                protocol_name(protocol)
+            },
             modality_name(conversation.modality),
             image_size,
             turns,
@@ -411,8 +446,8 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "steps": turns,
         "episode_length": episode_length,
         "concurrency": concurrency,
-        "temperature": a.temperature,
-        "max_tokens": a.max_tokens,
+        "temperature": r.temperature,
+        "max_tokens": r.max_tokens,
         "endpoint": if builtin { Value::Null } else { Value::String(base_url.clone()) },
         "image_size": image_size,
         "modality": conversation.modality,
@@ -422,19 +457,23 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "protocol": protocol,
         "max_actions_per_turn": conversation.max_actions,
         "prices_usd_per_1m": prices.map(|(i, o)| json!({"input": i, "output": o})),
-        "max_tokens_field": a.max_tokens_field.clone().unwrap_or_else(|| "max_completion_tokens".into()),
-        "tool_choice": !a.no_tool_choice,
+        "max_tokens_field": r.max_tokens_field,
+        "tool_choice": r.tool_choice,
         "seed_param": a.seed_param,
         "header_names": headers.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
         "image_detail": a.image_detail,
         "run_name": run_name,
         "out": out,
     });
+    if let (Some(obj), Value::Object(keys)) = (config.as_object_mut(), r.config_keys(r.play.parser))
+    {
+        obj.extend(keys);
+    }
     if let Some(shard) = a.shard {
         config["shard"] =
             json!({"index": shard.index, "count": shard.count, "all_seeds": all_seeds});
     }
-    let run_info = json!({
+    let mut run_info = json!({
         "vlm_eval_version": env!("CARGO_PKG_VERSION"),
         "git_commit": option_env!("VLM_EVAL_GIT_COMMIT"),
         "crafter_reference": "crafter 1.8.3 (creation-order balancing)",
@@ -444,6 +483,14 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "tools": tools,
         "textures": {"kind": textures.kind(), "fingerprint": textures.fingerprint()},
     });
+    if let Some(texts) = &r.play.balrog {
+        run_info["balrog"] = texts.record(a.allow_balrog_drift);
+        if balrog_layout {
+            // No system message: the instruction is BALROG's first user message.
+            run_info["prompt_sha256"] = json!(texts.prompt_sha256());
+            run_info["system_prompt"] = Value::Null;
+        }
+    }
     let episode = EpisodeConfig {
         model: model_name.clone(),
         turns,
@@ -462,6 +509,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             ))
         }),
         api_seed: a.seed_param,
+        play: r.play.clone(),
     };
     let opts = RunOptions {
         episode,
@@ -475,8 +523,9 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     let timeout = Duration::from_secs_f64(a.request_timeout.unwrap_or(120.0).max(0.001));
     let quirks = Quirks {
         max_retries: a.max_retries.unwrap_or(6),
-        use_max_completion_tokens: a.max_tokens_field.as_deref() != Some("max_tokens"),
-        send_tool_choice: !a.no_tool_choice,
+        use_max_completion_tokens: r.max_tokens_field != "max_tokens",
+        send_tool_choice: r.tool_choice,
+        content_parts: r.content_parts,
         headers,
         image_detail: a.image_detail.clone(),
         // One limiter per endpoint: halves on 429, grows back by one per 10 successes.
@@ -500,15 +549,19 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         let mut _server = None;
         let model: Arc<dyn ChatModel> = match (local_model, model_name.as_str()) {
             (Some(m), _) => Arc::new(m),
+            (None, "scripted") if balrog_layout => Arc::new(BalrogScriptedModel),
             (None, "scripted") => Arc::new(ScriptedModel),
             (None, "random") => Arc::new(RandomModel),
             (None, "mock") => {
-                let server = MockServer::start(Arc::new(ScriptedModel))
-                    .await
-                    .map_err(|e| CliError {
-                        code: 1,
-                        message: format!("cannot start the mock server on 127.0.0.1: {e}"),
-                    })?;
+                let responder: Arc<dyn ChatModel> = if balrog_layout {
+                    Arc::new(BalrogScriptedModel)
+                } else {
+                    Arc::new(ScriptedModel)
+                };
+                let server = MockServer::start(responder).await.map_err(|e| CliError {
+                    code: 1,
+                    message: format!("cannot start the mock server on 127.0.0.1: {e}"),
+                })?;
                 let cfg = openai_config(server.base_url(), None, "mock".into(), timeout, &quirks);
                 _server = Some(server);
                 Arc::new(OpenAiModel::new(cfg).map_err(|e| CliError::usage(e.to_string()))?)

@@ -72,6 +72,7 @@ pub(crate) struct Quirks {
     pub(crate) adaptive: Option<Arc<crate::model::limit::AdaptiveLimit>>,
     pub(crate) max_retry_wait: Duration,
     pub(crate) turn_deadline: Option<Duration>,
+    pub(crate) content_parts: bool,
 }
 
 pub(crate) fn openai_config(
@@ -92,5 +93,6 @@ pub(crate) fn openai_config(
     cfg.adaptive = q.adaptive.clone();
     cfg.max_retry_wait = q.max_retry_wait;
     cfg.turn_deadline = q.turn_deadline;
+    cfg.content_parts = q.content_parts;
     cfg
 }

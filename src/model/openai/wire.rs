@@ -216,6 +216,13 @@ pub fn request_body(config: &OpenAiConfig, request: &ChatRequest) -> Result<Valu
     let typed = args.build().map_err(build_error)?;
     let mut body = serde_json::to_value(&typed)
         .map_err(|e| ModelError::Config(format!("cannot encode: {e}")))?;
+    if config.content_parts {
+        for m in body["messages"].as_array_mut().into_iter().flatten() {
+            if let Some(text) = m.get("content").and_then(Value::as_str).map(str::to_string) {
+                m["content"] = serde_json::json!([{"type": "text", "text": text}]);
+            }
+        }
+    }
     // `to_value` widens the f32 temperature to f64 (0.2 → 0.20000000298023224); send the
     // shortest decimal of the f32 instead, as `to_string` of the typed request would.
     if let Some(t) = request.temperature {

@@ -18,6 +18,7 @@ pub mod error;
 mod export_sft;
 mod frames;
 mod merge;
+mod presets;
 mod report;
 pub mod run;
 mod serve_env;
@@ -66,6 +67,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Serve Crafter episodes over an HTTP JSON API for RL trainers (docs/RL.md).
     ServeEnv(serve_env::ServeArgs),
+    /// List the protocol presets (`run --preset NAME`) and what each sets.
+    Presets(presets::PresetsArgs),
 }
 
 /// `vlm-eval env …`
@@ -117,7 +120,7 @@ pub enum BaselineCommand {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 13] = [
+pub const SUBCOMMANDS: [&str; 14] = [
     "run",
     "env",
     "bench",
@@ -131,6 +134,7 @@ pub const SUBCOMMANDS: [&str; 13] = [
     "baseline",
     "report",
     "serve-env",
+    "presets",
 ];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
@@ -163,5 +167,6 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Baseline(c) => baseline::cmd_baseline(c),
         Command::Report(a) => report::cmd_report(a),
         Command::ServeEnv(a) => serve_env::cmd_serve_env(a),
+        Command::Presets(a) => presets::cmd_presets(a),
     }
 }

@@ -9,6 +9,7 @@ use clap::Args;
 
 use super::common::{load_textures, runtime};
 use super::error::CliError;
+use crate::agent::balrog::{BalrogTexts, PINNED_COMMIT};
 use crate::agent::observe::ObsFormat;
 use crate::agent::parse::Protocol;
 use crate::serve::api::Defaults;
@@ -54,6 +55,34 @@ pub struct ServeArgs {
     /// crafter package; else built-in sprites).
     #[arg(long)]
     pub assets: Option<PathBuf>,
+    /// A BALROG checkout (commit af7d1f1) for sessions of the `balrog` preset (its feedback
+    /// sentence) [default: $BALROG_SRC; without one such sessions are refused].
+    #[arg(long)]
+    pub balrog_src: Option<PathBuf>,
+    /// Serve balrog sessions even when the checkout's texts differ from commit af7d1f1.
+    #[arg(long)]
+    pub allow_balrog_drift: bool,
+}
+
+/// BALROG's texts from --balrog-src or $BALROG_SRC, if given, checked against the pins.
+fn balrog_texts(a: &ServeArgs) -> Result<Option<Arc<BalrogTexts>>, CliError> {
+    let Some(dir) = a.balrog_src.clone().or_else(|| {
+        std::env::var_os("BALROG_SRC")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    }) else {
+        return Ok(None);
+    };
+    let texts = BalrogTexts::load(&dir).map_err(|e| CliError::usage(e.to_string()))?;
+    let drift = texts.drift();
+    if !drift.is_empty() && !a.allow_balrog_drift {
+        return Err(CliError::usage(format!(
+            "the BALROG checkout {} is not at commit {PINNED_COMMIT}: the sha256 of {} differs from the pinned value; check out {PINNED_COMMIT}, or pass --allow-balrog-drift",
+            dir.display(),
+            drift.join(", ")
+        )));
+    }
+    Ok(Some(Arc::new(texts)))
 }
 
 impl ServeArgs {
@@ -100,6 +129,7 @@ impl ServeArgs {
             idle_timeout: Duration::from_secs_f64(self.idle_timeout),
             max_body_bytes: self.max_body_bytes,
             token: self.token.clone(),
+            balrog: None,
         })
     }
 }
@@ -122,7 +152,8 @@ async fn stop_signal() {
 
 /// Run `vlm-eval serve-env` until Ctrl-C or SIGTERM.
 pub fn cmd_serve_env(a: ServeArgs) -> Result<i32, CliError> {
-    let cfg = a.config()?;
+    let mut cfg = a.config()?;
+    cfg.balrog = balrog_texts(&a)?;
     let textures = Arc::new(load_textures(a.assets.as_deref())?);
     let runtime = runtime()?;
     runtime.block_on(async move {

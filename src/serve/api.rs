@@ -7,7 +7,8 @@ use serde_json::json;
 
 use super::session::{Frames, Input, SessionOptions};
 use crate::agent::observe::ObsFormat;
-use crate::agent::parse::Protocol;
+use crate::agent::parse::{ParserMode, Protocol};
+use crate::agent::preset::{Feedback, Layout, Preset};
 use crate::crafter::Action;
 
 /// Most actions one `actions` list may hold.
@@ -98,6 +99,11 @@ pub struct CreateRequest {
     pub max_actions: Option<usize>,
     /// Frame in the response: `last` (default) or `none`.
     pub frames: Option<serde_json::Value>,
+    /// A preset (`vlm-eval presets`) whose settings replace the server's defaults: frame size,
+    /// observation format, length, protocol, parser, reset, render and feedback.
+    pub preset: Option<String>,
+    /// `lenient`, `strict` or `balrog` [default: the preset's, else lenient].
+    pub parser: Option<serde_json::Value>,
 }
 
 /// `POST /v1/sessions/{id}/step` body.
@@ -167,6 +173,22 @@ impl CreateRequest {
             })?,
         };
         self.frames()?;
+        let preset = match &self.preset {
+            Some(name) => {
+                Some(Preset::builtin(name).map_err(|e| ApiError::bad_request(e.to_string()))?)
+            }
+            None => None,
+        };
+        let d = &match &preset {
+            Some(p) => Defaults {
+                image_size: p.observation.image_size,
+                obs_format: p.observation.obs_format,
+                length: p.episode.episode_length,
+                protocol: p.prompt.protocol,
+                max_actions: p.prompt.max_actions_per_turn,
+            },
+            None => d.clone(),
+        };
         let image_size = self.image_size.unwrap_or(d.image_size);
         if !(9..=1024).contains(&image_size) {
             return Err(ApiError::bad_request(format!(
@@ -183,7 +205,34 @@ impl CreateRequest {
                 "`max_actions` {max_actions} is out of range: use 1..=64"
             )));
         }
+        let parser = choice::<ParserMode>(
+            "parser",
+            &self.parser,
+            "\"lenient\", \"strict\", \"balrog\"",
+        )?
+        .or(preset.as_ref().map(|p| p.parser.parser))
+        .unwrap_or_default();
+        if let Some(p) = preset
+            .as_ref()
+            .filter(|p| p.prompt.layout == Layout::Balrog)
+        {
+            if protocol != Protocol::Text || max_actions != 1 {
+                return Err(ApiError::bad_request(format!(
+                    "preset `{}` plays one action per text reply: drop `protocol` and `max_actions`",
+                    p.name
+                )));
+            }
+        }
         Ok(SessionOptions {
+            preset: preset
+                .as_ref()
+                .map_or_else(|| "vlm-eval".to_string(), |p| p.name.clone()),
+            parser,
+            feedback: preset
+                .as_ref()
+                .map_or(Feedback::VlmEval, |p| p.parser.feedback),
+            reset_noop: preset.as_ref().is_some_and(|p| p.observation.reset_noop),
+            render_twice: preset.as_ref().is_some_and(|p| p.observation.render_twice),
             seed,
             image_size,
             obs_format,

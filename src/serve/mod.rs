@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 
 use self::api::Defaults;
 use self::session::Session;
+use crate::agent::balrog::BalrogTexts;
 use crate::crafter::TextureSet;
 
 /// Server settings.
@@ -40,6 +41,8 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Bearer token required on every route but `/healthz`.
     pub token: Option<String>,
+    /// BALROG's texts (`--balrog-src`), for sessions of the `balrog` preset.
+    pub balrog: Option<Arc<BalrogTexts>>,
 }
 
 impl Default for ServeConfig {
@@ -52,6 +55,7 @@ impl Default for ServeConfig {
             idle_timeout: Duration::from_secs(600),
             max_body_bytes: 1 << 20,
             token: None,
+            balrog: None,
         }
     }
 }

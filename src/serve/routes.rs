@@ -209,6 +209,8 @@ async fn info(State(st): Shared) -> Json<Value> {
         }},
         "actions": ACTION_NAMES,
         "achievements": ACHIEVEMENT_NAMES,
+        "presets": crate::agent::preset::names(),
+        "balrog_sessions": st.cfg.balrog.is_some(),
         "max_sessions": st.cfg.max_sessions,
         "idle_timeout_s": st.cfg.idle_timeout.as_secs_f64(),
         "max_body_bytes": st.cfg.max_body_bytes,
@@ -226,9 +228,15 @@ async fn create(
     if st.table().len() >= st.cfg.max_sessions {
         return Err(full(&st));
     }
+    if opts.preset == "balrog" && st.textures.kind() != "official" {
+        return Err(ApiError::bad_request(
+            "preset `balrog` sends crafter's official textures, but this server has only the built-in sprites: start serve-env with --assets DIR (or CRAFTER_ASSETS)",
+        ));
+    }
     let textures = st.textures.clone();
+    let balrog = st.cfg.balrog.clone();
     let session = tokio::task::spawn_blocking(move || {
-        Session::new(opts, &textures).map(|s| {
+        Session::with_balrog(opts, &textures, balrog).map(|s| {
             let state = s.state(frames);
             (s, state)
         })

@@ -1,14 +1,20 @@
 //! One served episode: an [`Env`] plus the evaluator's observation and parsing options, stepped
 //! exactly as `eval::episode` steps it (parse → cap → noop when nothing usable → step each
-//! action, stopping on done). No game logic lives here.
+//! action, stopping on done), with a preset's protocol when one was named (BALROG's reset
+//! Noop, double render, reply rule, observation texts and feedback). No game logic lives here.
+
+use std::sync::Arc;
 
 use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::agent::balrog::{balrog_observation, BalrogObs, BalrogTexts};
+use crate::agent::dialog::PlayOptions;
 use crate::agent::observe::encode_png;
 use crate::agent::observe::{observe, ObsFormat};
-use crate::agent::parse::{parse_reply, Parsed, Protocol};
+use crate::agent::parse::{judge_reply, Judged, ParserMode, Protocol};
+use crate::agent::preset::{Feedback, Layout};
 use crate::agent::prompt::INVALID_NOTE;
 use crate::crafter::rules::item;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES, ITEM_NAMES};
@@ -29,6 +35,30 @@ pub struct SessionOptions {
     pub protocol: Protocol,
     /// Actions taken from one `text` input at most (1 under the text protocol).
     pub max_actions: usize,
+    /// The preset named at creation (`vlm-eval` when none).
+    pub preset: String,
+    /// How `text` inputs are judged.
+    pub parser: ParserMode,
+    /// What the next observation carries after a `text` input with no usable action.
+    pub feedback: Feedback,
+    /// One noop is played after reset (BALROG's wrapper).
+    pub reset_noop: bool,
+    /// Every frame is rendered twice (BALROG's wrapper).
+    pub render_twice: bool,
+}
+
+impl SessionOptions {
+    /// The protocol options these settings make, with BALROG's texts when the server has them.
+    pub fn play(&self, balrog: Option<Arc<BalrogTexts>>) -> PlayOptions {
+        PlayOptions {
+            layout: Layout::VlmEval,
+            parser: self.parser,
+            feedback: self.feedback,
+            reset_noop: self.reset_noop,
+            render_twice: self.render_twice,
+            balrog,
+        }
+    }
 }
 
 /// Which frames a response carries.
@@ -95,6 +125,10 @@ pub struct StateView {
     pub termination: Option<&'static str>,
     /// Text observation in the session's format (what the evaluator sends the model).
     pub observation: String,
+    /// BALROG's two texts (`balrog` format only), the view carrying BALROG's feedback after a
+    /// `text` input with no usable action, as BALROG's evaluator hands it to the agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balrog: Option<BalrogObs>,
     /// Base64 PNG of the current frame (absent with `frames: "none"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frame_png_b64: Option<String>,
@@ -113,11 +147,13 @@ pub struct StepReport {
     pub unlocked: Vec<&'static str>,
     /// The text had no usable action, so one `noop` was played (as in the evaluator).
     pub invalid: bool,
-    /// The note the evaluator would prepend to the next observation (set when `invalid`).
-    pub note: Option<&'static str>,
-    /// The parser's result for `text` inputs (actions, source, unknown, truncated, reasoning).
+    /// The note or feedback the evaluator would put before the next observation (set when
+    /// `invalid`, unless the protocol gives none).
+    pub note: Option<String>,
+    /// The parser's result for `text` inputs (actions, source, unknown, truncated, reasoning,
+    /// outcome).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub parsed: Option<Parsed>,
+    pub parsed: Option<Judged>,
     /// The state after the step.
     #[serde(flatten)]
     pub state: StateView,
@@ -130,7 +166,9 @@ pub struct StepReport {
 pub struct Session {
     env: Env,
     opts: SessionOptions,
+    play: PlayOptions,
     termination: Option<&'static str>,
+    invalid_before: bool,
 }
 
 fn b64(png: &[u8]) -> String {
@@ -140,6 +178,18 @@ fn b64(png: &[u8]) -> String {
 impl Session {
     /// Build and reset an env for `opts` (episode 1 of the seed, as the evaluator plays it).
     pub fn new(opts: SessionOptions, textures: &TextureSet) -> Result<Session, String> {
+        Session::with_balrog(opts, textures, None)
+    }
+
+    /// [`Session::new`] with BALROG's texts (its feedback sentence), for preset sessions.
+    pub fn with_balrog(
+        opts: SessionOptions,
+        textures: &TextureSet,
+        balrog: Option<Arc<BalrogTexts>>,
+    ) -> Result<Session, String> {
+        if opts.feedback == Feedback::Balrog && balrog.is_none() {
+            return Err("this session gives BALROG's feedback, which needs a BALROG checkout: start serve-env with --balrog-src DIR (or BALROG_SRC)".into());
+        }
         let cfg = EnvConfig {
             seed: opts.seed,
             size: [opts.image_size, opts.image_size],
@@ -147,12 +197,24 @@ impl Session {
             ..EnvConfig::default()
         };
         let mut env = Env::new(cfg, textures).map_err(|e| e.to_string())?;
-        env.reset();
+        let play = opts.play(balrog);
+        play.reset(&mut env);
         Ok(Session {
             env,
             opts,
+            play,
             termination: None,
+            invalid_before: false,
         })
+    }
+
+    /// The note or feedback after a reply with no usable action.
+    fn note(&self) -> Option<String> {
+        match (self.opts.feedback, &self.play.balrog) {
+            (Feedback::VlmEval, _) => Some(INVALID_NOTE.to_string()),
+            (Feedback::Balrog, Some(t)) => Some(t.feedback("Noop")),
+            _ => None,
+        }
     }
 
     /// The options it was created with.
@@ -181,6 +243,15 @@ impl Session {
             .map(|(n, _)| *n)
             .collect();
         let score = achievements.len();
+        let balrog = (self.opts.obs_format == ObsFormat::Balrog).then(|| {
+            let mut b = balrog_observation(&self.env);
+            if self.invalid_before && self.opts.feedback == Feedback::Balrog {
+                if let Some(n) = self.note() {
+                    b.long_term_context = format!("{n}{}", b.long_term_context);
+                }
+            }
+            b
+        });
         StateView {
             step: self.env.step_count(),
             vitals: Vitals {
@@ -200,7 +271,11 @@ impl Session {
             progression: score as f64 / ACHIEVEMENT_NAMES.len() as f64,
             done: self.termination.is_some(),
             termination: self.termination,
-            observation: observe(&self.env, self.opts.obs_format),
+            observation: match &balrog {
+                Some(b) => b.joined(),
+                None => observe(&self.env, self.opts.obs_format),
+            },
+            balrog,
             frame_png_b64: (frames != Frames::None)
                 .then(|| b64(&encode_png(self.env.frame(), self.opts.image_size))),
         }
@@ -219,22 +294,28 @@ impl Session {
                     text: Some(text),
                     ..ChatReply::default()
                 };
-                let parsed = parse_reply(&reply, self.opts.protocol, self.opts.max_actions);
-                let invalid = parsed.actions.is_empty();
+                let judged = judge_reply(
+                    &reply,
+                    self.opts.protocol,
+                    self.opts.max_actions,
+                    self.opts.parser,
+                );
+                let invalid = judged.is_invalid();
                 let actions = if invalid {
                     vec![Action::Noop]
                 } else {
-                    parsed.actions.clone()
+                    judged.parsed.actions.clone()
                 };
-                (actions, Some(parsed), invalid)
+                (actions, Some(judged), invalid)
             }
         };
         let mut executed = Vec::with_capacity(actions.len());
         let mut rewards = Vec::with_capacity(actions.len());
         let mut unlocked = Vec::new();
         let mut all_frames = (frames == Frames::All).then(Vec::new);
+        self.invalid_before = invalid;
         for action in actions {
-            let out = self.env.step(action);
+            let out = self.play.step(&mut self.env, action);
             executed.push(action.name());
             rewards.push(out.reward);
             unlocked.extend(out.unlocked.iter().map(|&i| ACHIEVEMENT_NAMES[i]));
@@ -252,7 +333,7 @@ impl Session {
             rewards,
             unlocked,
             invalid,
-            note: invalid.then_some(INVALID_NOTE),
+            note: if invalid { self.note() } else { None },
             parsed,
             state: self.state(frames),
             frames_png_b64: all_frames,
@@ -272,6 +353,11 @@ mod tests {
             length,
             protocol,
             max_actions: 8,
+            preset: "vlm-eval".into(),
+            parser: ParserMode::Lenient,
+            feedback: Feedback::VlmEval,
+            reset_noop: false,
+            render_twice: false,
         }
     }
 
@@ -292,7 +378,7 @@ mod tests {
             .unwrap();
         assert_eq!(r.actions, ["noop"]);
         assert!(r.invalid);
-        assert_eq!(r.note, Some(INVALID_NOTE));
+        assert_eq!(r.note.as_deref(), Some(INVALID_NOTE));
         assert_eq!(r.state.step, 3);
         // The text protocol takes one action per reply.
         let mut t = Session::new(opts(Protocol::Text, 100), &tex).unwrap();

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use vlm_eval::agent::observe::{observe, ObsFormat};
-use vlm_eval::agent::parse::{parse_reply, Protocol};
+use vlm_eval::agent::parse::{judge_reply, ParserMode, Protocol};
 use vlm_eval::crafter::trace::sha256_hex;
 use vlm_eval::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
 use vlm_eval::model::ChatReply;
@@ -321,12 +321,13 @@ async fn text_is_parsed_as_the_evaluator_parses_it() {
                 text: Some(text.into()),
                 ..ChatReply::default()
             };
-            let expected = parse_reply(&reply, protocol, 8);
+            let judged = judge_reply(&reply, protocol, 8, ParserMode::Lenient);
             assert_eq!(
                 v["parsed"],
-                serde_json::to_value(&expected).unwrap(),
+                serde_json::to_value(&judged).unwrap(),
                 "{protocol:?}: {text}"
             );
+            let expected = judged.parsed;
             let played: Vec<&str> = if expected.actions.is_empty() {
                 vec!["noop"]
             } else {

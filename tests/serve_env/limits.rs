@@ -188,7 +188,8 @@ async fn get_session_answers_what_create_did() {
     assert_eq!(shown, created);
     assert_eq!(
         shown["options"],
-        json!({"seed": 11, "image_size": 48, "obs_format": "balrog", "length": 30, "protocol": "text", "max_actions": 1})
+        json!({"seed": 11, "image_size": 48, "obs_format": "balrog", "length": 30, "protocol": "text", "max_actions": 1,
+               "preset": "vlm-eval", "parser": "lenient", "feedback": "vlm-eval", "reset_noop": false, "render_twice": false})
     );
     let stepped = http
         .ok(

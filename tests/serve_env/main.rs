@@ -4,6 +4,7 @@
 //! runs under the real OpenRLHF against a live `vlm-eval serve-env` in
 //! `scripts/openrlhf_check.sh` (a pinned Python venv; part of `.ci/run`).
 
+mod balrog;
 mod engine;
 mod limits;
 

@@ -10,6 +10,8 @@ use serde_json::json;
 
 use super::common::load_textures;
 use super::error::CliError;
+use crate::agent::dialog::PlayOptions;
+use crate::agent::preset::{Preset, DEFAULT_PRESET};
 use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, ACTION_NAMES};
 use crate::eval::frames::{play_frames, DEFAULT_CYCLE};
@@ -28,12 +30,16 @@ pub struct FramesArgs {
     /// Actions to cycle through, by name or id [default: noop,move_left,move_right,move_up,move_down,do].
     #[arg(long, value_delimiter = ',')]
     pub actions: Option<Vec<String>>,
-    /// Frame size in pixels, as `run --image-size` [default: 64].
-    #[arg(long, default_value_t = 64)]
-    pub image_size: usize,
-    /// Game length in env steps, as `run --episode-length`.
-    #[arg(long, default_value_t = 10_000)]
-    pub episode_length: u32,
+    /// Frame size in pixels, as `run --image-size` [default: 64, or the preset's].
+    #[arg(long)]
+    pub image_size: Option<usize>,
+    /// Game length in env steps, as `run --episode-length` [default: 10000, or the preset's].
+    #[arg(long)]
+    pub episode_length: Option<u32>,
+    /// Render as a run of this preset does (`vlm-eval presets`): its frame size and game
+    /// length, and for `balrog` its reset Noop (saved as step 1) and double render.
+    #[arg(long)]
+    pub preset: Option<String>,
     /// Output folder [default: results/frames_seed<SEED>].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -79,12 +85,20 @@ fn write_err(path: &Path, e: impl std::fmt::Display) -> CliError {
 
 /// Run `vlm-eval frames`.
 pub fn cmd_frames(a: FramesArgs) -> Result<i32, CliError> {
-    if !(9..=1024).contains(&a.image_size) {
+    let preset = Preset::builtin(a.preset.as_deref().unwrap_or(DEFAULT_PRESET))
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let image_size = a.image_size.unwrap_or(preset.observation.image_size);
+    let episode_length = a.episode_length.unwrap_or(preset.episode.episode_length);
+    if !(9..=1024).contains(&image_size) {
         return Err(CliError::usage(format!(
-            "--image-size {} is out of range: use 9..=1024 pixels (64 is crafter's default)",
-            a.image_size
+            "--image-size {image_size} is out of range: use 9..=1024 pixels (64 is crafter's default)"
         )));
     }
+    let play = PlayOptions {
+        reset_noop: preset.observation.reset_noop,
+        render_twice: preset.observation.render_twice,
+        ..PlayOptions::default()
+    };
     let actions = match &a.actions {
         Some(list) => parse_actions(list)?,
         None => DEFAULT_CYCLE.to_vec(),
@@ -93,10 +107,11 @@ pub fn cmd_frames(a: FramesArgs) -> Result<i32, CliError> {
     let frames = play_frames(
         &textures,
         a.seed,
-        a.image_size,
-        a.episode_length,
+        image_size,
+        episode_length,
         &actions,
         a.steps,
+        &play,
     )
     .map_err(CliError::usage)?;
     let out = a
@@ -121,7 +136,8 @@ pub fn cmd_frames(a: FramesArgs) -> Result<i32, CliError> {
                 "action": f.action.map(|x| x.name()),
                 "frame": name,
                 "sha256": sha256_hex(&f.png),
-                "image_size": a.image_size,
+                "image_size": image_size,
+                "preset": preset.name,
                 "textures": textures.kind(),
             },
         });
@@ -131,13 +147,13 @@ pub fn cmd_frames(a: FramesArgs) -> Result<i32, CliError> {
     let preview_path = out.join("preview.jsonl");
     write_atomic(&preview_path, &preview).map_err(|e| write_err(&preview_path, e))?;
     let mut stdout = std::io::stdout().lock();
-    let ended = frames.len() < a.steps as usize + 1;
+    let ended = frames.len() < a.steps as usize + 1 + play.reset_noop as usize;
     let _ = writeln!(
         stdout,
         "{} frame(s) of seed {} at {}px ({} textures){} saved to {}; preview: {}",
         frames.len(),
         a.seed,
-        a.image_size,
+        image_size,
         textures.kind(),
         if ended {
             ", the episode ended early"

@@ -3,6 +3,7 @@
 
 use crate::crafter::{Action, Env, EnvConfig, TextureSet};
 
+use crate::agent::dialog::PlayOptions;
 use crate::agent::observe::encode_png;
 
 /// The default action cycle: stand still, walk each way, interact.
@@ -27,7 +28,8 @@ pub struct Frame {
 }
 
 /// Play `steps` env steps cycling through `actions` (stopping early when the episode ends) and
-/// return every frame, exactly as a run with the same seed, size and length renders them.
+/// return every frame, exactly as a run with the same seed, size, length and protocol (`play`:
+/// a preset's reset Noop, whose frame is the second one, and double render) renders them.
 pub fn play_frames(
     textures: &TextureSet,
     seed: i64,
@@ -35,6 +37,7 @@ pub fn play_frames(
     episode_length: u32,
     actions: &[Action],
     steps: u32,
+    play: &PlayOptions,
 ) -> Result<Vec<Frame>, String> {
     if actions.is_empty() {
         return Err("no actions to play".into());
@@ -52,8 +55,16 @@ pub fn play_frames(
         action: None,
         png: encode_png(env.frame(), image_size),
     }];
+    if play.reset_noop {
+        play.step(&mut env, Action::Noop);
+        frames.push(Frame {
+            step: env.step_count(),
+            action: Some(Action::Noop),
+            png: encode_png(env.frame(), image_size),
+        });
+    }
     for action in actions.iter().cycle().take(steps as usize) {
-        let out = env.step(*action);
+        let out = play.step(&mut env, *action);
         frames.push(Frame {
             step: env.step_count(),
             action: Some(*action),

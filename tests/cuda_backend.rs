@@ -402,6 +402,64 @@ fn tiny_model_on_gpu_matches_cpu_reference() {
     }
 }
 
+/// Nine prompts of three lengths (two images, one, none) with different token budgets: batched
+/// prefill of ragged prompts, decode of 9 rows (cuBLAS) shrinking to 8 and fewer (gemv in bf16)
+/// as sequences finish.
+fn ragged_batch<B: Backend>(e: &Engine<B>) -> Vec<(Prompt, GenParams)> {
+    let img =
+        |f: &str| preprocess_image(&std::fs::read(fixture().join(f)).unwrap(), &e.pre).unwrap();
+    let two = serde_json::json!([{"role": "user", "content": [
+        {"type": "image"}, {"type": "image"}, {"type": "text", "text": "Which frame is newer?"}]}]);
+    let none = serde_json::json!([{"role": "user", "content": "Name one tool."}]);
+    let prompts = [
+        fixture_prompt(e),
+        e.prompt(
+            &two,
+            None,
+            vec![img("image_56x112.png"), img("image_90x70.png")],
+        )
+        .unwrap(),
+        e.prompt(&none, None, Vec::new()).unwrap(),
+    ];
+    (0..9)
+        .map(|i| (prompts[i % 3].clone(), greedy(3 + i)))
+        .collect()
+}
+
+#[test]
+fn batched_generation_matches_cpu() {
+    let Some(g) = gpu(DType::F32) else { return };
+    let cpu = Engine::load(&fixture(), Cpu).unwrap();
+    let want: Vec<Vec<u32>> = cpu
+        .generate_batch(ragged_batch(&cpu))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.tokens)
+        .collect();
+    let e = Engine::load(&fixture(), g).unwrap();
+    let got = e.generate_batch(ragged_batch(&e)).unwrap();
+    assert_eq!(got[0].max_batch, 9);
+    let got: Vec<Vec<u32>> = got.into_iter().map(|r| r.tokens).collect();
+    assert_eq!(got, want);
+    // The same in bf16, against the emulation of its rounding.
+    let Some(g) = gpu(DType::Bf16) else { return };
+    let emu = Engine::load(&fixture(), Bf16Emulation).unwrap();
+    let want: Vec<Vec<u32>> = emu
+        .generate_batch(ragged_batch(&emu))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.tokens)
+        .collect();
+    let e = Engine::load(&fixture(), g).unwrap();
+    let got: Vec<Vec<u32>> = e
+        .generate_batch(ragged_batch(&e))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.tokens)
+        .collect();
+    assert_eq!(got, want);
+}
+
 /// The CPU reference with the CUDA backend's bf16 rounding points and nothing else: matrices
 /// stored in bf16 and the inputs of a matmul with a bf16 matrix rounded to bf16, products
 /// accumulated in f32. An oracle for `--dtype bf16` that does not share its code.

@@ -156,12 +156,15 @@ extern "C" void standin_fiber_start();
 
 enum FiberState : unsigned char { RUNNABLE, AT_BARRIER, AT_SHUFFLE, EXITED };
 
+struct Run;
+
 struct Fiber {
 #ifdef STANDIN_ASM_FIBERS
     void* sp;
 #else
     ucontext_t uc;
 #endif
+    Run* run;
     Coords c;
     unsigned linear;
     FiberState state;
@@ -172,28 +175,25 @@ struct WarpState {
     uint32_t buf[2][32];
 };
 
-struct Stack {
-    char* base;  // lowest address (a guard page)
-    size_t size;
-};
-
-static const size_t STACK_BYTES = 64 * 1024;
-
-// Per OS thread: fiber stacks, reused across launches.
+// Per OS thread: fiber stacks (STACK_BYTES each, aligned to STACK_BYTES, a guard page at the
+// bottom), reused across launches.
 struct StackPool {
-    std::vector<Stack> stacks;
+    std::vector<char*> stacks;
     ~StackPool() {
-        for (auto& s : stacks) munmap(s.base, s.size);
+        for (char* s : stacks) munmap(s, STACK_BYTES);
     }
     bool ensure(size_t n) {
         long page = sysconf(_SC_PAGESIZE);
         while (stacks.size() < n) {
-            size_t size = STACK_BYTES + page;
-            void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                           -1, 0);
+            size_t len = 2 * STACK_BYTES;
+            char* p = (char*)mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) return false;
-            mprotect(p, page, PROT_NONE);  // stack overflow faults
-            stacks.push_back({(char*)p, size});
+            char* a = (char*)(((uintptr_t)p + STACK_BYTES - 1) & ~(STACK_BYTES - 1));
+            if (a > p) munmap(p, a - p);
+            if (p + len > a + STACK_BYTES) munmap(a + STACK_BYTES, p + len - (a + STACK_BYTES));
+            mprotect(a, page, PROT_NONE);  // a stack overflow faults
+            stacks.push_back(a);
         }
         return true;
     }
@@ -218,8 +218,13 @@ struct Run {
     std::string why;
 };
 
+// The launch running on this OS thread (for fault reports).
 static thread_local Run* cur_run = nullptr;
-thread_local const Coords* cur_coords = nullptr;
+#ifndef STANDIN_ASM_FIBERS
+static thread_local Fiber* starting_fiber;
+#endif
+
+static inline Fiber* self() { return (Fiber*)stack_header()->fiber; }
 
 static uint64_t next_rand(uint64_t* s) {
     uint64_t x = *s;
@@ -229,8 +234,30 @@ static uint64_t next_rand(uint64_t* s) {
     return *s = x;
 }
 
-static void to_scheduler(Fiber* f) {
-    Run* r = cur_run;
+static unsigned pick(Run* r) {
+    // A random index below size without a division.
+    size_t i = (size_t)(((next_rand(&r->rng) >> 32) * (uint64_t)r->runq.size()) >> 32);
+    unsigned t = r->runq[i];
+    r->runq[i] = r->runq.back();
+    r->runq.pop_back();
+    return t;
+}
+
+// Leave fiber f (its state already says why) for another runnable thread of the block, picked
+// at random, or for the scheduler when none is left or the launch was aborted.
+static void leave(Fiber* f) {
+    Run* r = f->run;
+    if (!r->aborted && !r->runq.empty()) {
+        Fiber* g = &r->fibers[pick(r)];
+        r->current = g;
+#ifdef STANDIN_ASM_FIBERS
+        standin_switch(&f->sp, g->sp);
+#else
+        starting_fiber = g;
+        swapcontext(&f->uc, &g->uc);
+#endif
+        return;
+    }
 #ifdef STANDIN_ASM_FIBERS
     standin_switch(&f->sp, r->sched_sp);
 #else
@@ -239,46 +266,46 @@ static void to_scheduler(Fiber* f) {
 }
 
 static void fiber_main(Fiber* f) {
-    Run* r = cur_run;
+    Run* r = f->run;
     r->k->invoke(r->k->fn, r->params);
-    r = cur_run;
     f->state = EXITED;
     r->exited++;
-    to_scheduler(f);
+    leave(f);
     abort();  // never resumed
 }
 
 #ifndef STANDIN_ASM_FIBERS
-static thread_local Fiber* starting_fiber;
 static void fiber_entry_uc() { fiber_main(starting_fiber); }
 #endif
 
-static void start_fiber(Run* r, Fiber* f, Stack* s) {
+static void start_fiber(Run* r, Fiber* f, char* stack) {
+    f->run = r;
+    auto* h = (StackHeader*)(stack + STACK_BYTES - sizeof(StackHeader));
+    h->coords = &f->c;
+    h->fiber = f;
 #ifdef STANDIN_ASM_FIBERS
-    uintptr_t top = ((uintptr_t)(s->base + s->size)) & ~(uintptr_t)15;
+    uintptr_t top = ((uintptr_t)h) & ~(uintptr_t)15;
     void** sp = (void**)(top - 72);
-    sp[0] = nullptr;                          // r15
-    sp[1] = nullptr;                          // r14
-    sp[2] = (void*)&fiber_main;               // r13
-    sp[3] = (void*)f;                         // r12
-    sp[4] = nullptr;                          // rbx
-    sp[5] = nullptr;                          // rbp
-    sp[6] = (void*)&standin_fiber_start;      // return address
+    sp[0] = nullptr;                      // r15
+    sp[1] = nullptr;                      // r14
+    sp[2] = (void*)&fiber_main;           // r13
+    sp[3] = (void*)f;                     // r12
+    sp[4] = nullptr;                      // rbx
+    sp[5] = nullptr;                      // rbp
+    sp[6] = (void*)&standin_fiber_start;  // return address
     f->sp = sp;
-    (void)r;
 #else
     long page = sysconf(_SC_PAGESIZE);
     getcontext(&f->uc);
-    f->uc.uc_stack.ss_sp = s->base + page;
-    f->uc.uc_stack.ss_size = s->size - page;
-    f->uc.uc_link = &r->sched_uc;
+    f->uc.uc_stack.ss_sp = stack + page;
+    f->uc.uc_stack.ss_size = (size_t)((char*)h - (stack + page)) & ~(size_t)15;
+    f->uc.uc_link = nullptr;
     makecontext(&f->uc, fiber_entry_uc, 0);
 #endif
 }
 
 static void switch_to(Run* r, Fiber* f) {
     r->current = f;
-    cur_coords = &f->c;
 #ifdef STANDIN_ASM_FIBERS
     standin_switch(&r->sched_sp, f->sp);
 #else
@@ -307,13 +334,13 @@ static std::string where(const Run* r) {
     r->why = what + where(r);
     Fiber* f = r->current;
     f->state = EXITED;
-    to_scheduler(f);
+    leave(f);
     abort();
 }
 
 void syncthreads() {
-    Run* r = cur_run;
-    Fiber* f = r->current;
+    Fiber* f = self();
+    Run* r = f->run;
     if (++r->arrived == r->n) {
         r->arrived = 0;
         for (unsigned i = 0; i < r->n; ++i) {
@@ -325,12 +352,12 @@ void syncthreads() {
         return;
     }
     f->state = AT_BARRIER;
-    to_scheduler(f);
+    leave(f);
 }
 
 uint32_t shfl_xor32(uint32_t mask, uint32_t v, int lane_mask, int width) {
-    Run* r = cur_run;
-    Fiber* f = r->current;
+    Fiber* f = self();
+    Run* r = f->run;
     if (width != 32) trap("__shfl_xor_sync with width != 32 is not implemented by the stand-in");
     if (mask != 0xffffffffu)
         trap("__shfl_xor_sync with a partial mask is not implemented by the stand-in");
@@ -350,7 +377,7 @@ uint32_t shfl_xor32(uint32_t mask, uint32_t v, int lane_mask, int width) {
         }
     } else {
         f->state = AT_SHUFFLE;
-        to_scheduler(f);
+        leave(f);
     }
     unsigned src = lane ^ (unsigned)lane_mask;
     return src < 32 ? r->warps[w].buf[slot][src] : v;
@@ -374,15 +401,13 @@ static bool run_block(Run* r, Dim3 b, Dim3 block, Dim3 grid) {
         f->c.gridDim = grid;
         f->linear = t;
         f->state = RUNNABLE;
-        start_fiber(r, f, &pool.stacks[t]);
+        start_fiber(r, f, pool.stacks[t]);
         r->runq.push_back(t);
     }
+    // Fibers hand over to each other (leave()); control comes back here when no thread of
+    // the block can run.
     while (!r->runq.empty()) {
-        size_t i = next_rand(&r->rng) % r->runq.size();
-        unsigned t = r->runq[i];
-        r->runq[i] = r->runq.back();
-        r->runq.pop_back();
-        switch_to(r, &r->fibers[t]);
+        switch_to(r, &r->fibers[pick(r)]);
         if (r->aborted) return false;
     }
     r->current = nullptr;
@@ -445,7 +470,6 @@ int run_grid(const KernelInfo* k, void** params, Dim3 grid, Dim3 block, std::str
     if (sig != 0) {
         *err = std::string(fault_desc) + where(r);
         cur_run = nullptr;
-        cur_coords = nullptr;
         return fault_code(sig);
     }
     cur_run = r;
@@ -462,7 +486,6 @@ int run_grid(const KernelInfo* k, void** params, Dim3 grid, Dim3 block, std::str
     }
     fault_jmp = nullptr;
     cur_run = nullptr;
-    cur_coords = nullptr;
     return rc;
 }
 

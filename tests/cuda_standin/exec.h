@@ -20,8 +20,23 @@ struct Coords {
     Dim3 threadIdx, blockIdx, blockDim, gridDim;
 };
 
-// The coordinates of the thread running now on this OS thread.
-extern thread_local const Coords* cur_coords;
+// Every kernel thread runs on its own stack of STACK_BYTES, aligned to STACK_BYTES, whose top
+// holds a StackHeader: the running thread finds itself from its stack pointer, with no
+// thread-local lookup (kernels read threadIdx and friends all the time).
+constexpr uintptr_t STACK_BYTES = 128 * 1024;
+
+struct StackHeader {
+    const Coords* coords;
+    void* fiber;
+};
+
+inline StackHeader* stack_header() {
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    return (StackHeader*)((sp & ~(STACK_BYTES - 1)) + STACK_BYTES - sizeof(StackHeader));
+}
+
+// The coordinates of the kernel thread running now (valid inside a kernel only).
+inline const Coords* cur_coords() { return stack_header()->coords; }
 
 // Kinds of kernel parameters, compared with the PTX's `.param` types at module load.
 enum ParamKind : char {

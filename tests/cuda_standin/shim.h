@@ -21,10 +21,10 @@
 // One block runs at a time on an OS thread, so a thread_local static is the block's memory.
 #define __shared__ static thread_local
 
-#define threadIdx (::standin::cur_coords->threadIdx)
-#define blockIdx (::standin::cur_coords->blockIdx)
-#define blockDim (::standin::cur_coords->blockDim)
-#define gridDim (::standin::cur_coords->gridDim)
+#define threadIdx (::standin::cur_coords()->threadIdx)
+#define blockIdx (::standin::cur_coords()->blockIdx)
+#define blockDim (::standin::cur_coords()->blockDim)
+#define gridDim (::standin::cur_coords()->gridDim)
 #define warpSize 32
 
 static inline void __syncthreads() { ::standin::syncthreads(); }

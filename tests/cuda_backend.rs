@@ -475,11 +475,12 @@ fn emu(v: Vec<f32>) -> EmuBuf {
 }
 
 impl Bf16Emulation {
-    fn input<'a>(x: &'a EmuBuf, w: &EmuBuf) -> std::borrow::Cow<'a, Vec<f32>> {
+    /// The matmul input as the backend uses it: rounded to bf16 when the matrix is bf16.
+    fn input(x: &EmuBuf, w: &EmuBuf) -> Vec<f32> {
         if w.bf16 {
-            std::borrow::Cow::Owned(bf16_round(&x.v))
+            bf16_round(&x.v)
         } else {
-            std::borrow::Cow::Borrowed(&x.v)
+            x.v.clone()
         }
     }
 }
@@ -672,6 +673,49 @@ fn tiny_model_bf16_matches_an_emulation_of_its_rounding() {
         "top-1 agreement with the emulation {agree_emu}"
     );
     assert_eq!(e.generate(prompt, greedy(8)).unwrap().tokens, want_tokens);
+}
+
+/// `vlm-eval bench parity --device cuda` on the tiny fixture with extra environment.
+fn parity_child(env: &[(&str, &str)], dtype: &str) -> (Option<i32>, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
+    cmd.args(["bench", "parity", "--model-dir"])
+        .arg(fixture())
+        .args(["--device", "cuda", "--dtype", dtype, "--positions", "4"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(!err.contains("panicked"), "{err}");
+    (out.status.code(), line)
+}
+
+#[test]
+fn driver_too_old_for_nvrtc_or_bf16_is_a_one_line_error() {
+    // Conditions no GPU can be put in on demand; the stand-in's driver version and compute
+    // capability can be set (tests/cuda_standin/README.md).
+    let Some(g) = gpu(DType::F32) else { return };
+    if !g.info.name.starts_with("CUDA stand-in") {
+        eprintln!("skipped: needs the CUDA stand-in (scripts/cuda_standin.sh) to fake the driver");
+        return;
+    }
+    // NVRTC's PTX is newer than a CUDA 12.4 driver can load.
+    let (code, line) = parity_child(&[("CUDA_STANDIN_DRIVER_VERSION", "12040")], "f32");
+    assert_eq!(code, Some(2), "{line}");
+    assert!(line.contains("driver (CUDA 12.4)"), "{line}");
+    assert!(line.contains("NVRTC no newer than CUDA 12.4"), "{line}");
+    // bf16 needs compute capability 8.0; f32 runs on 7.5.
+    let env = [("CUDA_STANDIN_CC", "7.5")];
+    let (code, line) = parity_child(&env, "bf16");
+    assert_eq!(code, Some(2), "{line}");
+    assert!(line.contains("compute capability 8.0"), "{line}");
+    assert!(line.contains("--dtype f32"), "{line}");
+    assert_eq!(parity_child(&env, "f32").0, Some(0));
 }
 
 #[test]

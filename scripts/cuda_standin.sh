@@ -8,9 +8,10 @@
 #                                          test (no test may skip) and `bench parity --device
 #                                          cuda` on the tiny fixture, f32 and bf16
 #   scripts/cuda_standin.sh --build        only build the stand-in (prints its library folder)
-#   scripts/cuda_standin.sh --mutants [NAME...]
+#   scripts/cuda_standin.sh --mutants [--quick] [NAME...]
 #                                          inject each known bug (all, or those named) into a
 #                                          scratch copy and show that the suite fails for it
+#                                          (--quick: the kernels.cu ones without a Rust rebuild)
 #   scripts/cuda_standin.sh --list-mutants
 #
 # NVRTC comes from $NVRTC_LIB, else the nvidia-cuda-nvrtc wheel in .venv-crafter (installed
@@ -54,6 +55,7 @@ print(os.path.dirname(p[0]["manifest_path"]))'
 build_standin() {
   local kernels=$1 out=$2 src=$ROOT/tests/cuda_standin
   local cudarc
+  command -v g++ >/dev/null || { echo "g++ not found (apt-get install g++)" >&2; exit 1; }
   cudarc=$(cudarc_dir)
   mkdir -p "$out/obj" "$out/lib"
   grep -o 'extern "C" __global__ void [A-Za-z_0-9]*' "$kernels" \
@@ -88,27 +90,50 @@ build_standin() {
   ln -sf libcublas.so.13 "$out/lib/libcublas.so"
 }
 
-# run_suite TREE LIB_DIR LOG [--no-build]: every CUDA test target and bench parity through the
-# stand-in in LIB_DIR, from the source tree TREE. Prints cargo's result lines; non-zero on any
-# failure, any skipped test, or if the stand-in was not what got loaded.
+# build_suite TREE LOG: build the CUDA test target and the binary of TREE (cargo's output to
+# LOG); sets SUITE_TEST_BIN and SUITE_VLM_BIN.
+build_suite() {
+  local tree=$1 log=$2 json t
+  t=$(now_ms)
+  json=$(cd "$tree" && cargo test --release --features cuda --test cuda_backend --no-run \
+    --message-format=json 2>>"$log") || { echo "build failed (log: $log)" >&2; return 5; }
+  SUITE_TEST_BIN=$(python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "cuda_backend":
+        print(m["executable"])' <<<"$json")
+  SUITE_VLM_BIN=$(python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "vlm-eval" and "bin" in m["target"]["kind"]:
+        print(m["executable"])' <<<"$json")
+  [[ -x "$SUITE_TEST_BIN" && -x "$SUITE_VLM_BIN" ]] \
+    || { echo "cargo built no cuda_backend test or vlm-eval binary" >&2; return 5; }
+  echo "   build: $(elapsed "$t")" >>"$log.times"
+}
+
+# run_suite TREE LIB_DIR LOG: the CUDA test target and bench parity (binaries from build_suite)
+# through the stand-in in LIB_DIR. Prints cargo's result lines; non-zero on any failure, any
+# skipped test, or if the stand-in was not what got loaded.
 run_suite() {
-  local tree=$1 lib=$2 log=$3 nvrtc mark rc=0 t
+  local tree=$1 lib=$2 log=$3 nvrtc mark rc=0
   nvrtc=$(nvrtc_lib)
   mark=$(dirname "$log")/standin-loaded.txt
   rm -f "$mark"
-  : >"$log"
   (
     cd "$tree"
     export LD_LIBRARY_PATH="$lib:$nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export VLM_EVAL_REQUIRE_CUDA=1 VLM_EVAL_REQUIRE_NVRTC=1 CUDA_STANDIN_MARK="$mark"
     t=$(now_ms)
-    cargo test --release --features cuda --test cuda_backend -- --nocapture >>"$log" 2>&1 || exit 1
+    timeout "${STANDIN_TEST_TIMEOUT:-600}" "$SUITE_TEST_BIN" --nocapture >>"$log" 2>&1 || exit 1
     echo "   cuda tests: $(elapsed "$t")" >>"$log.times"
     t=$(now_ms)
     # bf16 rounding alone flips about 3 % of the tiny random model's near-tie top-1s (the 0.99
     # gate is for real shapes; tests/cuda_backend.rs holds bf16 to an emulation of its rounding).
-    cargo run --quiet --release --features cuda -- bench parity --model-dir "$FIXTURE" \
-      --device cuda --dtype both --min-top1 0.95 >>"$log" 2>&1 || exit 2
+    timeout 300 "$SUITE_VLM_BIN" bench parity --model-dir "$FIXTURE" --device cuda --dtype both \
+      --min-top1 0.95 >>"$log" 2>&1 || exit 2
     echo "   bench parity: $(elapsed "$t")" >>"$log.times"
   ) || rc=$?
   grep -E '^test result:|^test .* FAILED$|^(PASS|FAIL):|^ +(f32|bf16) ' "$log" || true
@@ -158,34 +183,16 @@ mutant_field() { # mutant_field INDEX FIELD(1-4)
   printf '%s' "${parts[$(( $2 - 1 ))]}"
 }
 
-run_mutants() {
-  local want=("$@") names=() i name file scratch target log t rc killed=0 survived=0
-  for i in "${!MUTANTS[@]}"; do names+=("$(mutant_field "$i" 1)"); done
-  [[ ${#want[@]} -gt 0 ]] || want=("${names[@]}")
-  scratch=$WORK/mutants/src
-  target=$WORK/mutants/target
-  mkdir -p "$WORK/mutants"
-  # Seed the scratch copy's target folder with this tree's build, so only vlm-eval rebuilds.
-  if [[ ! -d "$target/release" && -d target/release ]]; then
-    echo "seeding $target from target/release"
-    mkdir -p "$target"
-    cp -a target/release "$target/release"
-  fi
-  local summary=()
-  for name in "${want[@]}"; do
-    i=-1
-    local j
-    for j in "${!names[@]}"; do [[ ${names[$j]} == "$name" ]] && i=$j; done
-    [[ $i -ge 0 ]] || { echo "unknown mutant $name (--list-mutants)" >&2; exit 2; }
-    file=$(mutant_field "$i" 2)
-    echo "== mutant $name ($file)"
-    t=$(now_ms)
-    rm -rf "$scratch"
-    mkdir -p "$scratch"
-    git ls-files -z --cached --others --exclude-standard \
-      | (while IFS= read -r -d '' f; do [[ -e "$f" ]] && printf '%s\0' "$f"; done) \
-      | tar --null -T - -cf - | tar -xf - -C "$scratch"
-    MUT_FROM=$(mutant_field "$i" 3) MUT_TO=$(mutant_field "$i" 4) python3 - "$scratch/$file" <<'EOF'
+# Copy of this tree (tracked and untracked, not ignored files) with mutant INDEX applied.
+make_scratch() {
+  local i=$1 scratch=$2 file
+  file=$(mutant_field "$i" 2)
+  rm -rf "$scratch"
+  mkdir -p "$scratch"
+  git ls-files -z --cached --others --exclude-standard \
+    | (while IFS= read -r -d '' f; do [[ -e "$f" ]] && printf '%s\0' "$f"; done) \
+    | tar --null -T - -cf - | tar -xf - -C "$scratch"
+  MUT_FROM=$(mutant_field "$i" 3) MUT_TO=$(mutant_field "$i" 4) python3 - "$scratch/$file" <<'EOF2'
 import os, sys
 p = sys.argv[1]
 s = open(p, encoding="utf-8").read()
@@ -193,29 +200,81 @@ a, b = os.environ["MUT_FROM"], os.environ["MUT_TO"]
 if s.count(a) != 1:
     sys.exit(f"mutant does not apply: {a!r} occurs {s.count(a)} times in {p}")
 open(p, "w", encoding="utf-8").write(s.replace(a, b))
-EOF
-    diff -u "$file" "$scratch/$file" | sed -n '3,$p' | grep -E '^[-+]' || true
+EOF2
+  diff -u "$file" "$scratch/$file" | sed -n '3,$p' | grep -E '^[-+]' | sed 's/^/   /' || true
+}
+
+# run_mutants QUICK NAME...: each mutant in a scratch copy; the suite must fail for every one.
+# Full (QUICK=0): the scratch copy is built on its own (target/cuda-standin/mutants/target,
+# release without LTO and incremental, so only the first build compiles the dependencies).
+# Quick (QUICK=1, kernels.cu mutants only): the stand-in is rebuilt from the mutated kernels.cu
+# and the suite runs with this tree's test binaries, whose NVRTC PTX still comes from the
+# unmutated kernels.cu. The stand-in takes only entry names, parameter types and shared-memory
+# sizes from the PTX, which these mutants do not change (module load checks the first two).
+run_mutants() {
+  local quick=$1 names=() want=() i j name file scratch log t rc killed=0 survived=0 skipped=0
+  local broken=0
+  shift
+  want=("$@")
+  for i in "${!MUTANTS[@]}"; do names+=("$(mutant_field "$i" 1)"); done
+  [[ ${#want[@]} -gt 0 ]] || want=("${names[@]}")
+  scratch=$WORK/mutants/src
+  mkdir -p "$WORK/mutants"
+  local summary=()
+  for name in "${want[@]}"; do
+    i=-1
+    for j in "${!names[@]}"; do [[ ${names[$j]} == "$name" ]] && i=$j; done
+    [[ $i -ge 0 ]] || { echo "unknown mutant $name (--list-mutants)" >&2; exit 2; }
+    file=$(mutant_field "$i" 2)
+    if [[ $quick == 1 && $file != */kernels.cu ]]; then
+      skipped=$((skipped + 1))
+      continue
+    fi
+    echo "== mutant $name ($file)"
+    t=$(now_ms)
+    make_scratch "$i" "$scratch"
     build_standin "$scratch/src/model/local/backend/cuda/kernels.cu" "$WORK/mutants/standin"
     log=$WORK/mutants/$name.log
-    rm -f "$log.times"
+    rm -f "$log" "$log.times"
     rc=0
-    CARGO_TARGET_DIR=$target run_suite "$scratch" "$WORK/mutants/standin/lib" "$log" >/dev/null 2>&1 || rc=$?
+    if [[ $quick == 1 ]]; then
+      # This tree's binaries, built once.
+      [[ -n "${SUITE_TEST_BIN:-}" ]] || build_suite "$ROOT" "$WORK/mutants/build.log"
+    else
+      CARGO_TARGET_DIR=$WORK/mutants/target CARGO_PROFILE_RELEASE_LTO=false \
+        CARGO_PROFILE_RELEASE_INCREMENTAL=true CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+        build_suite "$scratch" "$log" || rc=$?
+    fi
+    if [[ $rc != 0 ]]; then
+      # A mutant that does not compile proves nothing about the tests.
+      broken=$((broken + 1))
+      summary+=("$(printf '%-26s DID NOT BUILD (fix the mutant): see %s' "$name" "$log")")
+      echo "   ${summary[-1]}"
+      continue
+    fi
+    run_suite "$scratch" "$WORK/mutants/standin/lib" "$log" >/dev/null 2>&1 || rc=$?
+    grep -E '^test result:' "$log" | sed 's/^/   /' || true
     if [[ $rc == 0 ]]; then
       survived=$((survived + 1))
-      summary+=("$(printf '%-28s SURVIVED (the suite passed) %s' "$name" "$(elapsed "$t")")")
+      summary+=("$(printf '%-26s SURVIVED: the suite passed (%s)' "$name" "$(elapsed "$t")")")
     else
       killed=$((killed + 1))
       local why
-      why=$(grep -m1 -E "panicked at|^FAIL:|cuda-standin: .*-> [0-9]+" "$log" | cut -c1-150 || true)
-      [[ -n "$why" ]] || why=$(grep -m1 -E 'FAILED|error' "$log" | cut -c1-150 || true)
-      summary+=("$(printf '%-28s killed %s: %s' "$name" "$(elapsed "$t")" "$why")")
+      why=$(grep -m1 -A1 -E "^cuda-standin: .*-> [0-9]+|panicked at|^FAIL:" "$log" \
+        | grep -v "panicked at" | head -n 1 | cut -c1-200 || true)
+      [[ -n "$why" ]] || why=$(grep -m1 -E 'FAILED|error' "$log" | cut -c1-160 || true)
+      local failed
+      failed=$(grep -E '^test .* FAILED$' "$log" | awk '{print $2}' | paste -sd, - || true)
+      summary+=("$(printf '%-26s killed (%s), failing: %s; first sign: %s' "$name" "$(elapsed "$t")" \
+        "${failed:-bench parity}" "$why")")
     fi
-    grep -E '^test result:' "$log" | sed 's/^/   /' || true
     echo "   ${summary[-1]}"
   done
-  echo "== mutants: $killed killed, $survived survived"
+  local note=""
+  [[ $skipped == 0 ]] || note=", $skipped outside kernels.cu left to the full mode"
+  echo "== mutants: $killed killed, $survived survived, $broken did not build$note"
   printf '%s\n' "${summary[@]}"
-  [[ $survived == 0 ]]
+  [[ $survived == 0 && $broken == 0 ]]
 }
 
 mode=${1:-}
@@ -229,17 +288,20 @@ case "$mode" in
     ;;
   --mutants)
     shift
+    quick=0
+    if [[ "${1:-}" == --quick ]]; then quick=1; shift; fi
     start=$(now_ms)
-    run_mutants "$@"
+    run_mutants "$quick" "$@"
     echo "mutants: $(elapsed "$start")"
     ;;
   "")
     start=$(now_ms)
     build_standin "$ROOT/src/model/local/backend/cuda/kernels.cu" "$WORK/standin"
     echo "stand-in built in $(elapsed "$start"): $WORK/standin/lib"
-    rm -f "$WORK/suite.log.times"
+    rm -f "$WORK/suite.log" "$WORK/suite.log.times"
     rc=0
-    run_suite "$ROOT" "$WORK/standin/lib" "$WORK/suite.log" || rc=$?
+    build_suite "$ROOT" "$WORK/suite.log" || rc=$?
+    [[ $rc != 0 ]] || run_suite "$ROOT" "$WORK/standin/lib" "$WORK/suite.log" || rc=$?
     cat "$WORK/suite.log.times" 2>/dev/null || true
     if [[ $rc != 0 ]]; then
       echo "FAILED (log: $WORK/suite.log)" >&2

@@ -178,7 +178,8 @@ MUTANTS=(
 )
 
 mutant_field() { # mutant_field INDEX FIELD(1-4)
-  local IFS='|'
+  local - IFS='|'
+  set -f  # split on '|' only: no globbing of the code's '*'
   # shellcheck disable=SC2206
   local parts=(${MUTANTS[$1]})
   printf '%s' "${parts[$(( $2 - 1 ))]}"

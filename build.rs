@@ -23,9 +23,14 @@ fn main() {
             println!("cargo:rerun-if-changed={}", head.display());
         }
     }
+    // Watch only the checked-out branch's ref (and packed-refs), not every branch: with several
+    // worktrees sharing one repository, a commit on another branch must not rebuild this one.
     if let Some(dir) = git(&["rev-parse", "--git-common-dir"]) {
-        for sub in ["refs/heads", "packed-refs"] {
-            let p = std::path::Path::new(&dir).join(sub);
+        let mut watched = vec![std::path::PathBuf::from(&dir).join("packed-refs")];
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            watched.push(std::path::Path::new(&dir).join(branch));
+        }
+        for p in watched {
             if p.exists() {
                 println!("cargo:rerun-if-changed={}", p.display());
             }

@@ -78,8 +78,9 @@ python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda"
 
 export VLM_EVAL_REQUIRE_CUDA=1 VLM_EVAL_FIXTURE=$PWD/tests/fixtures/tiny-qwen2vl
 step cuda_tests 120 "$TESTS" --test-threads=1 --nocapture
+# bf16 flips ~3 % of the tiny random model's near-tie top-1s by itself: 0.99 is for real shapes.
 step parity_tiny 60 "$BIN" bench parity --model-dir tests/fixtures/tiny-qwen2vl --device cuda \
-  --json "$OUT/parity_tiny.json"
+  --min-top1 0.95 --json "$OUT/parity_tiny.json"
 step run_tiny 90 "$BIN" --model local:tests/fixtures/tiny-qwen2vl --device cuda --seeds 4 --steps 3 \
   --out "$OUT/runs" --run-name tiny-cuda --quiet
 step hf_baseline 240 python3 scripts/hf_baseline.py "${TINY[@]}" --save "$CKPT" --new 128 --batch 1,16 \

@@ -195,9 +195,15 @@ impl OpenAiModel {
                 .map_err(|_| ModelError::Config(format!("invalid value for header {name:?}")))?;
         }
 
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(config.request_timeout)
-            .connect_timeout(config.request_timeout.min(Duration::from_secs(10)))
+            .connect_timeout(config.request_timeout.min(Duration::from_secs(10)));
+        if is_plain_http(&config.base_url) {
+            // A plain-HTTP endpoint (a local server) needs no certificate store: loading the
+            // system's roots costs ~5-10 ms of every start. HTTPS stays refused (no roots).
+            builder = builder.tls_certs_only(Vec::new());
+        }
+        let http = builder
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build HTTP client: {e}")))?;
         let transport = Transport {
@@ -583,9 +589,24 @@ fn normalise_base_url(raw: &str) -> Result<String, ModelError> {
     Ok(url)
 }
 
+/// Whether `url` is plain `http://` (case-insensitive), so the client needs no TLS roots.
+fn is_plain_http(url: &str) -> bool {
+    url.get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("http://"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_http_urls_are_told_apart_from_https() {
+        assert!(is_plain_http("http://127.0.0.1:8000/v1"));
+        assert!(is_plain_http("HTTP://localhost/v1"));
+        assert!(!is_plain_http("https://api.openai.com/v1"));
+        assert!(!is_plain_http("http:/x"));
+        assert!(!is_plain_http(""));
+    }
 
     fn config() -> OpenAiConfig {
         OpenAiConfig {

@@ -10,6 +10,7 @@ use super::error::CliError;
 
 pub mod local;
 pub mod serve;
+pub mod startup;
 
 /// `vlm-eval bench env` flags.
 #[derive(Args, Debug)]

@@ -134,7 +134,7 @@ impl Cuda {
         let t0 = Instant::now();
         let ptx = compile_kernels(arch)?;
         let kernel_compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let module = ctx.load_module(ptx).map_err(dev("module load"))?;
+        let module = ctx.load_module(ptx).map_err(setup::module_load_error)?;
         let k = Kernels::load(&module)?;
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(dev("cuBLAS init"))?;

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaModule};
+use cudarc::driver::sys::CUresult;
+use cudarc::driver::{CudaFunction, CudaModule, DriverError};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use super::super::BResult;
@@ -59,6 +60,44 @@ pub fn compile_kernels(arch: &'static str) -> BResult<Ptx> {
         )),
         other => LocalError::Device(format!("NVRTC: {other}")),
     })
+}
+
+/// `(major, minor)` of a CUDA version number such as 13050.
+fn cuda_version(v: i32) -> (i32, i32) {
+    (v / 1000, (v % 1000) / 10)
+}
+
+/// A CUDA version as `(major, minor)`, when it could be read.
+type Version = Option<(i32, i32)>;
+
+/// The CUDA version the driver supports and NVRTC's own.
+fn driver_and_nvrtc_versions() -> (Version, Version) {
+    let (mut v, mut major, mut minor) = (0, 0, 0);
+    // SAFETY: plain queries writing into the locals; both libraries are loaded by now.
+    let driver = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
+    let nvrtc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    (
+        (driver == CUresult::CUDA_SUCCESS).then(|| cuda_version(v)),
+        (nvrtc == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((major, minor)),
+    )
+}
+
+/// The error for loading the kernels' PTX. A driver older than NVRTC cannot JIT its PTX (a pip
+/// NVRTC newer than the installed driver): say so, with the way out.
+pub(super) fn module_load_error(e: DriverError) -> LocalError {
+    if e.0 != CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION {
+        return LocalError::Device(format!("CUDA module load: {e}"));
+    }
+    let show = |v: Version| v.map_or("?".to_string(), |(a, b)| format!("{a}.{b}"));
+    let (driver, nvrtc) = driver_and_nvrtc_versions();
+    LocalError::Device(format!(
+        "--device cuda: the NVIDIA driver (CUDA {}) cannot load the kernels NVRTC {} compiled \
+         (PTX newer than the driver); put an NVRTC no newer than CUDA {} on LD_LIBRARY_PATH, or \
+         update the driver, or use --device cpu",
+        show(driver),
+        show(nvrtc),
+        show(driver)
+    ))
 }
 
 /// What the backend found at start-up (for benchmark reports).

@@ -145,6 +145,7 @@ fn compare_metrics_selection_and_by_model() {
         "episodes_errors",
         "episodes_unfinished",
         "episodes_planned",
+        "protocol_differs",
     ];
     want.sort();
     assert_eq!(header, want);

@@ -66,8 +66,21 @@ fn balrog_preset_runs_offline_with_the_mock_and_frames_match() {
     let d = tmp("mock");
     let out = d.to_str().unwrap();
     let o = vlm_eval(&[
-        "--preset", "balrog", "--model", "mock", "--seed-list", "4", "--steps", "230",
-        "--balrog-src", src.to_str().unwrap(), "--out", out, "--run-name", "r", "--quiet",
+        "--preset",
+        "balrog",
+        "--model",
+        "mock",
+        "--seed-list",
+        "4",
+        "--steps",
+        "230",
+        "--balrog-src",
+        src.to_str().unwrap(),
+        "--out",
+        out,
+        "--run-name",
+        "r",
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let run = json(&d.join("r/run.json"));
@@ -84,23 +97,38 @@ fn balrog_preset_runs_offline_with_the_mock_and_frames_match() {
         assert_eq!(c[key], want, "{key}");
     }
     assert_eq!(c["image_size"], 256);
-    assert_eq!((c["history"].as_u64(), c["image_history"].as_u64()), (Some(16), Some(1)));
-    assert_eq!((c["temperature"].as_f64(), c["max_tokens"].as_u64()), (Some(1.0), Some(8192)));
+    assert_eq!(
+        (c["history"].as_u64(), c["image_history"].as_u64()),
+        (Some(16), Some(1))
+    );
+    assert_eq!(
+        (c["temperature"].as_f64(), c["max_tokens"].as_u64()),
+        (Some(1.0), Some(8192))
+    );
     assert_eq!(c["episode_length"], 10_000);
     assert_eq!(c["reset_noop"], true);
     assert_eq!(c["render_twice"], true);
-    assert_eq!(c["preset_overrides"], serde_json::json!(["seed-list", "steps"]));
+    assert_eq!(
+        c["preset_overrides"],
+        serde_json::json!(["seed-list", "steps"])
+    );
     let texts = run["balrog"]["texts"].as_array().unwrap();
     assert_eq!(texts.len(), 3);
     for t in texts {
         assert_eq!(t["sha256"], t["pinned_sha256"], "{}", t["name"]);
     }
-    assert!(run["system_prompt"].is_null(), "BALROG sends no system message");
+    assert!(
+        run["system_prompt"].is_null(),
+        "BALROG sends no system message"
+    );
 
     let ep_dir = d.join("r/episodes/seed_4");
     let ep = json(&ep_dir.join("episode.json"));
     let turns = ep["turns"].as_u64().unwrap();
-    assert_eq!(ep["format"]["exact"], turns, "the mock answers in BALROG's format");
+    assert_eq!(
+        ep["format"]["exact"], turns,
+        "the mock answers in BALROG's format"
+    );
     assert_eq!(ep["invalid_actions"], 0);
     // The run contract: one frame per env step, the reset Noop's included.
     let frames: Vec<String> = {
@@ -112,25 +140,49 @@ fn balrog_preset_runs_offline_with_the_mock_and_frames_match() {
         v
     };
     assert_eq!(frames.len() as u64, ep["num_steps"].as_u64().unwrap() + 1);
-    assert_eq!(ep["num_steps"].as_u64().unwrap(), turns + 1, "turns + the reset Noop");
+    assert_eq!(
+        ep["num_steps"].as_u64().unwrap(),
+        turns + 1,
+        "turns + the reset Noop"
+    );
     let traj = lines(&ep_dir.join("trajectory.jsonl"));
-    assert_eq!(traj[0]["step"], 1, "the first observation follows the reset Noop");
+    assert_eq!(
+        traj[0]["step"], 1,
+        "the first observation follows the reset Noop"
+    );
     let mut actions = Vec::new();
     for t in &traj {
         let reply = t["reply"]["text"].as_str().unwrap();
         let a = t["parsed"]["actions"][0].as_str().unwrap();
-        assert_eq!(vlm_eval::crafter::Action::from_name(a).unwrap().display_name(), reply);
+        assert_eq!(
+            vlm_eval::crafter::Action::from_name(a)
+                .unwrap()
+                .display_name(),
+            reply
+        );
         assert_eq!(t["parsed"]["outcome"], "exact");
         assert!(t["balrog"]["long_term_context"].is_string());
         actions.push(a.to_string());
     }
-    assert!(turns > 200, "into the night (from step 149), where the double render matters");
+    assert!(
+        turns > 200,
+        "into the night (from step 149), where the double render matters"
+    );
 
     // `frames --preset balrog` saves what the run saved, byte for byte.
     let fdir = d.join("frames");
     let o = vlm_eval(&[
-        "frames", "--preset", "balrog", "--seed", "4", "--steps", &actions.len().to_string(),
-        "--actions", &actions.join(","), "--out", fdir.to_str().unwrap(),
+        "frames",
+        "--preset",
+        "balrog",
+        "--seed",
+        "4",
+        "--steps",
+        &actions.len().to_string(),
+        "--actions",
+        &actions.join(","),
+        "--out",
+        fdir.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     for name in &frames {
@@ -155,7 +207,15 @@ fn flags_and_config_override_a_preset_and_vlm_eval_is_the_default() {
     let plain = run("plain", &["--steps", "3"]);
     let named = run("named", &["--steps", "3", "--preset", "vlm-eval"]);
     let (a, b) = (json(&plain.join("run.json")), json(&named.join("run.json")));
-    for key in ["preset", "parser", "layout", "obs_format", "image_size", "history", "protocol"] {
+    for key in [
+        "preset",
+        "parser",
+        "layout",
+        "obs_format",
+        "image_size",
+        "history",
+        "protocol",
+    ] {
         assert_eq!(a["config"][key], b["config"][key], "{key}");
     }
     assert_eq!(a["config"]["preset"], "vlm-eval");
@@ -172,10 +232,22 @@ fn flags_and_config_override_a_preset_and_vlm_eval_is_the_default() {
     // Flags override; run.json records the resolved values and which ones were overridden.
     let o = run(
         "over",
-        &["--steps", "2", "--history", "5", "--parser", "strict", "--temperature", "0.5"],
+        &[
+            "--steps",
+            "2",
+            "--history",
+            "5",
+            "--parser",
+            "strict",
+            "--temperature",
+            "0.5",
+        ],
     );
     let c = &json(&o.join("run.json"))["config"];
-    assert_eq!((c["history"].as_u64(), c["parser"].as_str()), (Some(5), Some("strict")));
+    assert_eq!(
+        (c["history"].as_u64(), c["parser"].as_str()),
+        (Some(5), Some("strict"))
+    );
     assert_eq!(c["temperature"].as_f64(), Some(0.5));
     assert_eq!(
         c["preset_overrides"],
@@ -183,10 +255,17 @@ fn flags_and_config_override_a_preset_and_vlm_eval_is_the_default() {
     );
     // A --config file names a preset like the flag does.
     let cfg = d.join("c.toml");
-    std::fs::write(&cfg, "preset = \"vlm-eval\"\nsteps = 2\nparser = \"strict\"\n").unwrap();
+    std::fs::write(
+        &cfg,
+        "preset = \"vlm-eval\"\nsteps = 2\nparser = \"strict\"\n",
+    )
+    .unwrap();
     let o = run("cfg", &["--config", cfg.to_str().unwrap()]);
     let c = &json(&o.join("run.json"))["config"];
-    assert_eq!((c["preset"].as_str(), c["parser"].as_str()), (Some("vlm-eval"), Some("strict")));
+    assert_eq!(
+        (c["preset"].as_str(), c["parser"].as_str()),
+        (Some("vlm-eval"), Some("strict"))
+    );
     assert_eq!(c["steps"], 2);
 }
 
@@ -197,28 +276,68 @@ fn bad_presets_and_checkouts_exit_2_naming_the_fix() {
     let o = vlm_eval(&["--preset", "balrg", "--model", "mock", "--out", out]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("unknown preset 'balrg'") && e.contains("vlm-eval, balrog"), "{e}");
+    assert!(
+        e.contains("unknown preset 'balrg'") && e.contains("vlm-eval, balrog"),
+        "{e}"
+    );
     assert_eq!(e.trim().lines().count(), 1, "{e}");
+
+    // The same for every command that takes a preset.
+    let fdir = d.join("frames");
+    for args in [
+        vec![
+            "frames",
+            "--preset",
+            "balrg",
+            "--out",
+            fdir.to_str().unwrap(),
+        ],
+        vec!["env", "trace", "--preset", "balrg", "--steps", "1"],
+    ] {
+        let o = vlm_eval(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("unknown preset 'balrg'") && e.contains("vlm-eval, balrog"),
+            "{e}"
+        );
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+    }
+    assert!(!fdir.exists(), "nothing written for a bad preset");
 
     let o = vlm_eval(&["--preset", "balrog", "--model", "mock", "--out", out]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("--balrog-src") && e.contains("github.com/balrog-ai/BALROG"), "{e}");
+    assert!(
+        e.contains("--balrog-src") && e.contains("github.com/balrog-ai/BALROG"),
+        "{e}"
+    );
 
     let o = vlm_eval(&["presets", "nope"]);
     assert_eq!(o.status.code(), Some(2));
     let o = vlm_eval(&["presets"]);
     assert!(o.status.success());
     let listing = String::from_utf8_lossy(&o.stdout);
-    assert!(listing.contains("balrog") && listing.contains("max-tokens-field"), "{listing}");
+    assert!(
+        listing.contains("balrog") && listing.contains("max-tokens-field"),
+        "{listing}"
+    );
 
     let Some(src) = reference() else {
         println!("SKIP (drift part): ../shared/balrog/reference not present");
         return;
     };
     let o = vlm_eval(&[
-        "--preset", "balrog", "--protocol", "tool", "--model", "mock", "--balrog-src",
-        src.to_str().unwrap(), "--out", out,
+        "--preset",
+        "balrog",
+        "--protocol",
+        "tool",
+        "--model",
+        "mock",
+        "--balrog-src",
+        src.to_str().unwrap(),
+        "--out",
+        out,
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--protocol"), "{}", stderr(&o));
@@ -241,13 +360,31 @@ fn bad_presets_and_checkouts_exit_2_naming_the_fix() {
         std::fs::write(to, text).unwrap();
     }
     let args = [
-        "--preset", "balrog", "--model", "mock", "--seed-list", "0", "--steps", "2",
-        "--balrog-src", copy.to_str().unwrap(), "--out", out, "--run-name", "drift", "--quiet",
+        "--preset",
+        "balrog",
+        "--model",
+        "mock",
+        "--seed-list",
+        "0",
+        "--steps",
+        "2",
+        "--balrog-src",
+        copy.to_str().unwrap(),
+        "--out",
+        out,
+        "--run-name",
+        "drift",
+        "--quiet",
     ];
     let o = vlm_eval(&args);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("naive_instruction") && e.contains("--allow-balrog-drift") && !e.contains("instruction_prompt"), "{e}");
+    assert!(
+        e.contains("naive_instruction")
+            && e.contains("--allow-balrog-drift")
+            && !e.contains("instruction_prompt"),
+        "{e}"
+    );
     if !official() {
         println!("SKIP (drift run): crafter's official textures not found");
         return;
@@ -257,6 +394,9 @@ fn bad_presets_and_checkouts_exit_2_naming_the_fix() {
     let o = vlm_eval(&with);
     assert!(o.status.success(), "{}", stderr(&o));
     let run = json(&d.join("drift/run.json"));
-    assert_eq!(run["balrog"]["drift"], serde_json::json!(["naive_instruction"]));
+    assert_eq!(
+        run["balrog"]["drift"],
+        serde_json::json!(["naive_instruction"])
+    );
     assert_eq!(run["balrog"]["allow_drift"], true);
 }

@@ -196,6 +196,16 @@ fn report_renders_in_headless_chromium() {
     }
     assert_eq!(rates.len(), 22);
     let turns: Vec<usize> = (0..2).map(|s| trajectory(&run, s).len()).collect();
+    // The reply-format card: the mock answers every turn in the exact form.
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(r#"<div class="card" data-key="format"><span class="key">Reply format</span><span class="value">100.0% exact</span><span class="sub">0.0% repaired · 0.0% invalid</span></div>"#),
+        "no format card"
+    );
+    assert!(
+        html.contains("preset vlm-eval · parser lenient"),
+        "header facts"
+    );
 
     let Some(bin) = chromium() else { return };
     let dom = String::from_utf8(run_chromium(&bin, &dir, "--dump-dom", &page)).unwrap();

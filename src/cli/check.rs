@@ -9,20 +9,29 @@ use super::common::{check_confidence, partial_error};
 use super::error::CliError;
 use crate::report::baseline::{config_differences, load_results, Metric, ResultSet, SourceKind};
 use crate::report::check::{check_metric, junit, markdown, CheckOptions};
+use crate::report::protocol::protocol_differences;
 use crate::report::stats::DEFAULT_RESAMPLES;
 use crate::results::run::open_run;
 
 const CHECK_HELP: &str = "\
-Rule, per metric (higher is better for all): delta = run - baseline. U is the upper one-sided \
+Rule, per metric (higher is better for all but format_repaired_rate): delta = run - baseline. \
+U is the upper one-sided \
 bound of delta at --confidence: from a paired percentile bootstrap over the seeds both share \
 (when the baseline has per-seed values and at least 2 seeds are shared), else an unpaired \
 bootstrap (each side resampled separately), else - for a summary.json baseline - the normal \
 approximation delta + z*sqrt(SE_base^2 + SE_run^2). The run REGRESSED iff U < -max_drop, i.e. \
 we are at least --confidence sure the drop exceeds the tolerance; it passes otherwise, \
-including when there are too few episodes to tell.
+including when there are too few episodes to tell. For format_repaired_rate (lower is better) \
+the mirror rule holds: it REGRESSED iff the lower one-sided bound of delta > max_drop.
+
+Protocol: the run's protocol (preset, parser, layout, observation format, reply protocol, \
+modality, image size, textures, history, prompt hash) must equal the baseline's; if not, check \
+exits 2 naming the differing settings, unless --allow-protocol-change. A baseline file saved \
+before vlm-eval recorded the protocol is checked with a warning.
 
 --max-drop is in the metric's units: progression and crafter_score in percentage points, \
-score in achievements per episode, return in reward. Give one value for all metrics or one \
+score in achievements per episode, return in reward, format_exact_rate and \
+format_repaired_rate in percentage points of turns. Give one value for all metrics or one \
 per metric (comma-separated, same order as --metric).
 
 Exit codes: 0 pass, 1 regressed, 2 bad input (missing, corrupt or partial files, bad flags). \
@@ -38,7 +47,8 @@ pub struct CheckArgs {
     /// The run folder to check.
     #[arg(long)]
     pub run: PathBuf,
-    /// Metrics to check, comma-separated: progression, score, return, crafter_score.
+    /// Metrics to check, comma-separated: progression, score, return, crafter_score,
+    /// format_exact_rate, format_repaired_rate.
     #[arg(long, value_delimiter = ',', default_value = "progression")]
     pub metric: Vec<String>,
     /// Largest tolerated drop, in the metric's units (one value, or one per metric).
@@ -59,6 +69,52 @@ pub struct CheckArgs {
     /// Accept run folders with unfinished episodes (by default they are bad input: exit 2).
     #[arg(long)]
     pub allow_partial: bool,
+    /// Check even when the run's protocol differs from the baseline's (by default: exit 2).
+    #[arg(long)]
+    pub allow_protocol_change: bool,
+}
+
+/// Compare the two protocols: Ok(notes) to go on with, Err when they differ and the change is
+/// not allowed.
+fn protocol_guard(
+    baseline: &ResultSet,
+    run: &ResultSet,
+    allow: bool,
+) -> Result<Vec<String>, CliError> {
+    let (Some(b), Some(r)) = (&baseline.protocol, &run.protocol) else {
+        let msg = if baseline.kind == SourceKind::Summary {
+            format!(
+                "{} is a summary.json without its run.json beside it, so the run's protocol is not checked against it",
+                baseline.path.display()
+            )
+        } else {
+            format!(
+                "{} records no protocol (saved before vlm-eval recorded it), so the run's protocol is not checked against it; save the baseline again with `vlm-eval baseline save`",
+                baseline.path.display()
+            )
+        };
+        eprintln!("warning: {msg}");
+        return Ok(vec![msg]);
+    };
+    let diffs: Vec<String> = protocol_differences(b, r)
+        .into_iter()
+        .map(|(_, line)| line)
+        .collect();
+    if diffs.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !allow {
+        return Err(CliError::usage(format!(
+            "the run's protocol differs from the baseline's ({}; baseline vs run): the numbers do not compare; pass --allow-protocol-change to check anyway",
+            diffs.join("; ")
+        )));
+    }
+    let msg = format!(
+        "protocol differs from the baseline's ({}; baseline vs run): checked anyway (--allow-protocol-change)",
+        diffs.join("; ")
+    );
+    eprintln!("warning: {msg}");
+    Ok(vec![msg])
 }
 
 fn refuse_partial(r: &ResultSet, allow: bool) -> Result<(), CliError> {
@@ -196,6 +252,7 @@ pub fn cmd_check(a: CheckArgs) -> Result<i32, CliError> {
     refuse_partial(&run, a.allow_partial)?;
     let baseline = load_results(&a.baseline).map_err(|e| CliError::usage(e.to_string()))?;
     refuse_partial(&baseline, a.allow_partial)?;
+    let protocol_notes = protocol_guard(&baseline, &run, a.allow_protocol_change)?;
     let mut verdicts = Vec::new();
     let mut opts = CheckOptions {
         max_drop: 0.0,
@@ -209,7 +266,9 @@ pub fn cmd_check(a: CheckArgs) -> Result<i32, CliError> {
             check_metric(&baseline, &run, m, &opts).map_err(|e| CliError::usage(e.to_string()))?;
         verdicts.push(v);
     }
-    let md = markdown(&baseline, &run, &verdicts, &opts, &notes(&baseline, &run));
+    let mut all_notes = protocol_notes;
+    all_notes.extend(notes(&baseline, &run));
+    let md = markdown(&baseline, &run, &verdicts, &opts, &all_notes);
     println!("{md}");
     append_step_summary(&md);
     if let Some(path) = &a.junit {

@@ -8,7 +8,7 @@ use super::common::check_confidence;
 use super::error::CliError;
 use crate::report::compare::{
     achievement_table, group_runs, main_tables, paired, paired_csv, paired_table, parse_columns,
-    GroupBy, Table, NOISE_NOTE,
+    protocol_marks, GroupBy, Table, NOISE_NOTE,
 };
 use crate::report::stats::DEFAULT_RESAMPLES;
 use crate::results::run::open_run;
@@ -26,7 +26,10 @@ pub enum By {
 #[derive(Args, Debug)]
 #[command(
     after_help = "Metrics are computed from the episodes (episode.json), so partial runs \
-work; unfinished episodes are counted and reported. With --csv FILE the main table goes to \
+work; unfinished episodes are counted and reported. Rows whose protocol (preset, parser, \
+layout, observation format, reply protocol, modality, image size, textures, history, prompt \
+hash; from run.json) differs from the first row's are marked in a `protocol` column and named \
+on a `protocol:` line under the table. With --csv FILE the main table goes to \
 FILE, the --achievements matrix to FILE's stem + `.achievements.csv` and the --paired table to \
 stem + `.paired.csv` (e.g. cmp.csv, cmp.achievements.csv, cmp.paired.csv)."
 )]
@@ -41,7 +44,8 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value_t = By::Run)]
     pub by: By,
     /// Columns to show, comma-separated: episodes, progression, crafter_score, return, score,
-    /// steps, death_rate, invalid_rate, tokens, cost, latency_p50 (default: all).
+    /// steps, death_rate, invalid_rate, format_exact_rate, format_repaired_rate, tokens, cost,
+    /// latency_p50 (default: all).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Option<Vec<String>>,
     /// Add the per-achievement unlock-rate matrix (rows: achievements, columns: runs).
@@ -111,6 +115,17 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
     let groups = group_runs(&runs, by);
     let (shown, csv) = main_tables(&groups, by, &columns);
     println!("{}", render(&shown));
+    for (g, marks) in groups.iter().zip(protocol_marks(&groups)) {
+        if !marks.is_empty() {
+            let lines: Vec<String> = marks.into_iter().map(|(_, line)| line).collect();
+            println!(
+                "protocol: {} differs from {} ({}): its numbers do not compare with the first row's",
+                g.label,
+                groups[0].label,
+                lines.join("; ")
+            );
+        }
+    }
     for g in &groups {
         if !g.unfinished.is_empty() {
             let seeds: Vec<String> = g.unfinished.iter().map(i64::to_string).collect();

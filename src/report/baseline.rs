@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::crafter::ACHIEVEMENT_NAMES;
-use crate::results::formats::{EpisodeResult, Termination};
+use crate::results::formats::{EpisodeResult, FormatCounts, Termination};
 
+use super::protocol::protocol_of;
 use super::stats::{crafter_score, mean, standard_error};
 use crate::results::run::{open_run, RunData};
 use crate::results::summary::{summarize, ReadError, Summary};
@@ -52,6 +53,9 @@ pub struct EpisodePoint {
     pub termination: Termination,
     /// Achievements unlocked at least once.
     pub unlocked: Vec<String>,
+    /// Turns by reply-format outcome (absent for episodes that did not record it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<FormatCounts>,
 }
 
 impl EpisodePoint {
@@ -69,6 +73,7 @@ impl EpisodePoint {
                 .filter(|n| e.achievements.get(**n).copied().unwrap_or(0) > 0)
                 .map(|n| n.to_string())
                 .collect(),
+            format: e.format,
         }
     }
 
@@ -96,7 +101,16 @@ pub fn crafter_score_of(masks: &[u32], idx: &[usize]) -> f64 {
     crafter_score(&rates)
 }
 
-/// A metric `check` can gate on; higher is better for all of them.
+/// Pooled reply-format rate (percent of turns) of the episodes `idx` of `counts` (per-episode
+/// `(part, turns)`); None when they have no turns.
+pub fn format_rate_of(counts: &[(u32, u32)], idx: &[usize]) -> Option<f64> {
+    let (part, turns) = idx.iter().fold((0u64, 0u64), |(p, t), &i| {
+        (p + counts[i].0 as u64, t + counts[i].1 as u64)
+    });
+    (turns > 0).then(|| 100.0 * part as f64 / turns as f64)
+}
+
+/// A metric `check` can gate on; higher is better for all but `format_repaired_rate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
     /// Mean progression, percent (difference in percentage points).
@@ -107,15 +121,21 @@ pub enum Metric {
     Return,
     /// Crafter score over the episodes, percent (a set statistic, not a per-episode mean).
     CrafterScore,
+    /// Replies in the exact form asked for, percent of the turns (pooled over the episodes).
+    FormatExact,
+    /// Replies usable only after lenient recovery, percent of the turns; lower is better.
+    FormatRepaired,
 }
 
 impl Metric {
     /// Every metric.
-    pub const ALL: [Metric; 4] = [
+    pub const ALL: [Metric; 6] = [
         Metric::Progression,
         Metric::Score,
         Metric::Return,
         Metric::CrafterScore,
+        Metric::FormatExact,
+        Metric::FormatRepaired,
     ];
 
     /// Its name on the command line.
@@ -125,6 +145,32 @@ impl Metric {
             Metric::Score => "score",
             Metric::Return => "return",
             Metric::CrafterScore => "crafter_score",
+            Metric::FormatExact => "format_exact_rate",
+            Metric::FormatRepaired => "format_repaired_rate",
+        }
+    }
+
+    /// False for the metric whose rise is the regression (`format_repaired_rate`).
+    pub fn higher_is_better(self) -> bool {
+        self != Metric::FormatRepaired
+    }
+
+    /// A set statistic (not a mean of per-episode values): resampled as a whole.
+    pub fn is_pooled(self) -> bool {
+        matches!(
+            self,
+            Metric::CrafterScore | Metric::FormatExact | Metric::FormatRepaired
+        )
+    }
+
+    /// Per-episode `(count, turns)` of a reply-format metric (None for other metrics, or for
+    /// an episode without format counts).
+    pub fn format_counts(self, p: &EpisodePoint) -> Option<(u32, u32)> {
+        let f = p.format?;
+        match self {
+            Metric::FormatExact => Some((f.exact, f.turns())),
+            Metric::FormatRepaired => Some((f.repaired, f.turns())),
+            _ => None,
         }
     }
 
@@ -137,6 +183,7 @@ impl Metric {
     pub fn unit(self) -> &'static str {
         match self {
             Metric::Progression | Metric::CrafterScore => "percentage points",
+            Metric::FormatExact | Metric::FormatRepaired => "percentage points of turns",
             Metric::Score => "achievements per episode",
             Metric::Return => "reward per episode",
         }
@@ -148,7 +195,7 @@ impl Metric {
             Metric::Progression => Some(p.progression),
             Metric::Score => Some(p.score as f64),
             Metric::Return => Some(p.episode_return),
-            Metric::CrafterScore => None,
+            Metric::CrafterScore | Metric::FormatExact | Metric::FormatRepaired => None,
         }
     }
 
@@ -159,6 +206,14 @@ impl Metric {
                 let masks: Vec<u32> = points.iter().map(|p| p.mask()).collect();
                 let idx: Vec<usize> = (0..masks.len()).collect();
                 crafter_score_of(&masks, &idx)
+            }
+            Metric::FormatExact | Metric::FormatRepaired => {
+                let counts: Vec<(u32, u32)> = points
+                    .iter()
+                    .map(|p| self.format_counts(p).unwrap_or((0, 0)))
+                    .collect();
+                let idx: Vec<usize> = (0..counts.len()).collect();
+                format_rate_of(&counts, &idx).unwrap_or(f64::NAN)
             }
             m => mean(
                 &points
@@ -178,7 +233,10 @@ impl Metric {
                 s.score_mean,
                 s.progression_se * ACHIEVEMENT_NAMES.len() as f64 / 100.0,
             )),
-            Metric::Return | Metric::CrafterScore => None,
+            Metric::Return
+            | Metric::CrafterScore
+            | Metric::FormatExact
+            | Metric::FormatRepaired => None,
         }
     }
 
@@ -212,6 +270,10 @@ pub struct BaselineFile {
     pub episodes: Vec<EpisodePoint>,
     /// The run's summary (as in summary.json), recomputed from its episodes.
     pub summary: Summary,
+    /// The run's protocol (`report::protocol::PROTOCOL_KEYS`), compared by `check`; absent
+    /// in files saved before vlm-eval recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Value>,
 }
 
 /// Where a result set came from.
@@ -244,6 +306,9 @@ pub struct ResultSet {
     pub summary: Summary,
     /// Planned seeds without an `episode.json` (a partial run); empty unless a run folder.
     pub unfinished: Vec<i64>,
+    /// The protocol (`report::protocol`): from run.json, from a baseline file that stores it,
+    /// or from the run.json beside a summary.json; None when unknown.
+    pub protocol: Option<Value>,
 }
 
 /// The config excerpt stored in baseline files.
@@ -292,6 +357,7 @@ impl ResultSet {
             summary: summarize(&model, &run.episodes),
             model,
             unfinished: unfinished_seeds(run),
+            protocol: Some(protocol_of(&run.info)),
         }
     }
 
@@ -313,6 +379,7 @@ impl ResultSet {
             config: self.config.clone(),
             episodes: self.points.clone(),
             summary: self.summary.clone(),
+            protocol: self.protocol.clone(),
         }
     }
 }
@@ -385,6 +452,7 @@ pub fn load_results(path: &Path) -> Result<ResultSet, ReadError> {
             points,
             summary: b.summary,
             unfinished: Vec::new(),
+            protocol: b.protocol,
         });
     }
     if v.get("progression_mean").is_some() {
@@ -398,6 +466,11 @@ pub fn load_results(path: &Path) -> Result<ResultSet, ReadError> {
             .and_then(|p| p.file_name())
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
+        let protocol = path
+            .parent()
+            .and_then(|dir| std::fs::read_to_string(dir.join("run.json")).ok())
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .map(|info| protocol_of(&info));
         return Ok(ResultSet {
             path: path.to_path_buf(),
             kind: SourceKind::Summary,
@@ -407,6 +480,7 @@ pub fn load_results(path: &Path) -> Result<ResultSet, ReadError> {
             points: Vec::new(),
             summary: s,
             unfinished: Vec::new(),
+            protocol,
         });
     }
     Err(corrupt(
@@ -416,14 +490,15 @@ pub fn load_results(path: &Path) -> Result<ResultSet, ReadError> {
 }
 
 /// Config keys whose values differ between two excerpts (ignoring `model` and `seeds`, which
-/// comparisons change on purpose), as `key: a vs b` lines.
+/// comparisons change on purpose, and the protocol settings, which `check` compares through
+/// `report::protocol`), as `key: a vs b` lines.
 pub fn config_differences(a: &Value, b: &Value) -> Vec<String> {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for (k, va) in a {
-        if k == "model" || k == "seeds" {
+        if k == "model" || k == "seeds" || super::protocol::PROTOCOL_KEYS.contains(&k.as_str()) {
             continue;
         }
         if let Some(vb) = b.get(k) {

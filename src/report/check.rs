@@ -1,8 +1,8 @@
 //! The regression gate (`vlm-eval check`): is a run worse than a baseline beyond a tolerance,
 //! with a given confidence? Verdicts as Markdown and JUnit XML.
 //!
-//! Rule, per metric (all metrics are higher-is-better): Δ = run − baseline. The upper
-//! one-sided bound U of Δ at the confidence level c is computed by
+//! Rule, per metric (higher is better for all but `format_repaired_rate`): Δ = run − baseline.
+//! The upper one-sided bound U of Δ at the confidence level c is computed by
 //! - a paired percentile bootstrap over the seeds both sides share (≥ 2 shared seeds and
 //!   per-episode values on both sides),
 //! - else an unpaired (Welch-type, each side resampled separately) percentile bootstrap,
@@ -10,9 +10,13 @@
 //!   U = Δ + z_c · sqrt(SE_base² + SE_run²).
 //!
 //! The run REGRESSED iff U < −max_drop: we are at least c confident that the drop exceeds the
-//! tolerance. Otherwise it passes (including when the data are too few to tell).
+//! tolerance. Otherwise it passes (including when the data are too few to tell). For a
+//! lower-is-better metric the mirror rule holds: the lower one-sided bound L of Δ, and
+//! REGRESSED iff L > max_drop (a rise beyond the tolerance).
 
-use super::baseline::{crafter_score_of, EpisodePoint, Metric, ResultSet, SourceKind};
+use super::baseline::{
+    crafter_score_of, format_rate_of, EpisodePoint, Metric, ResultSet, SourceKind,
+};
 use super::stats::{
     bootstrap_distribution, bootstrap_two_sample_distribution, normal_diff, percentile_interval,
     percentile_sorted, sign_flip_p_value, Interval,
@@ -66,8 +70,9 @@ pub struct MetricVerdict {
     pub delta: f64,
     /// Two-sided interval of Δ at the confidence level.
     pub ci: Interval,
-    /// Upper one-sided bound of Δ at the confidence level.
-    pub upper: f64,
+    /// One-sided bound of Δ at the confidence level on the worsening side: the upper bound for
+    /// a higher-is-better metric, the lower bound for `format_repaired_rate`.
+    pub bound: f64,
     /// p-value of H0 "no difference" and how it was computed (None when not defined).
     pub p: Option<(f64, &'static str)>,
     /// Method used.
@@ -101,10 +106,26 @@ pub enum CheckError {
         /// Path of the empty side.
         path: String,
     },
+    /// A side recorded no reply-format counts (runs from before vlm-eval recorded them).
+    #[error("{path} has no reply-format counts for '{metric}' (its episodes predate them): rerun it, or check another --metric")]
+    NoFormat {
+        /// Path of the side without counts.
+        path: String,
+        /// Metric name.
+        metric: &'static str,
+    },
 }
 
 fn values(points: &[&EpisodePoint], m: Metric) -> Vec<f64> {
     points.iter().filter_map(|p| m.per_episode(p)).collect()
+}
+
+/// Per-episode `(count, turns)` of a reply-format metric; an episode without counts has no turns.
+fn format_counts(points: &[&EpisodePoint], m: Metric) -> Vec<(u32, u32)> {
+    points
+        .iter()
+        .map(|p| m.format_counts(p).unwrap_or((0, 0)))
+        .collect()
 }
 
 fn mean_at(xs: &[f64], idx: &[usize]) -> f64 {
@@ -127,10 +148,27 @@ pub fn check_metric(
     if baseline.points.is_empty() && baseline.kind != SourceKind::Summary {
         return Err(empty(baseline));
     }
+    if matches!(metric, Metric::FormatExact | Metric::FormatRepaired) {
+        for side in [run, baseline] {
+            if side.kind != SourceKind::Summary
+                && side
+                    .points
+                    .iter()
+                    .all(|p| metric.format_counts(p).is_none())
+            {
+                return Err(CheckError::NoFormat {
+                    path: side.path.display().to_string(),
+                    metric: metric.name(),
+                });
+            }
+        }
+    }
+    let higher = metric.higher_is_better();
     let verdict = |baseline_v: f64,
                    run_v: f64,
                    ci: Interval,
                    upper: f64,
+                   lower: f64,
                    p,
                    method,
                    shared,
@@ -141,14 +179,18 @@ pub fn check_metric(
         run: run_v,
         delta: run_v - baseline_v,
         ci,
-        upper,
+        bound: if higher { upper } else { lower },
         p,
         method,
         shared,
         n_baseline,
         n_run,
         max_drop: o.max_drop,
-        regressed: upper < -o.max_drop,
+        regressed: if higher {
+            upper < -o.max_drop
+        } else {
+            lower > o.max_drop
+        },
     };
     let level = o.confidence;
     if baseline.kind == SourceKind::Summary {
@@ -167,6 +209,7 @@ pub fn check_metric(
             rm,
             nd.ci,
             nd.upper,
+            2.0 * nd.delta - nd.upper,
             Some((nd.p, "normal approx.")),
             Method::Normal,
             0,
@@ -188,6 +231,12 @@ pub fn check_metric(
             let rm: Vec<u32> = rp.iter().map(|p| p.mask()).collect();
             let dist = bootstrap_distribution(bp.len(), o.resamples, o.seed, |idx| {
                 crafter_score_of(&rm, idx) - crafter_score_of(&bm, idx)
+            });
+            (dist, None)
+        } else if metric.is_pooled() {
+            let (bc, rc) = (format_counts(&bp, metric), format_counts(&rp, metric));
+            let dist = bootstrap_distribution(bp.len(), o.resamples, o.seed, |idx| {
+                format_rate_of(&rc, idx).unwrap_or(0.0) - format_rate_of(&bc, idx).unwrap_or(0.0)
             });
             (dist, None)
         } else {
@@ -212,6 +261,7 @@ pub fn check_metric(
             rv,
             percentile_interval(&dist, level),
             percentile_sorted(&dist, level),
+            percentile_sorted(&dist, 1.0 - level),
             p,
             Method::Paired,
             shared.len(),
@@ -229,6 +279,13 @@ pub fn check_metric(
                 crafter_score_of(&rm, ir) - crafter_score_of(&bm, ib)
             });
         (dist, None)
+    } else if metric.is_pooled() {
+        let (bc, rc) = (format_counts(&bp, metric), format_counts(&rp, metric));
+        let dist =
+            bootstrap_two_sample_distribution(bc.len(), rc.len(), o.resamples, o.seed, |ib, ir| {
+                format_rate_of(&rc, ir).unwrap_or(0.0) - format_rate_of(&bc, ib).unwrap_or(0.0)
+            });
+        (dist, None)
     } else {
         let (bx, rx) = (values(&bp, metric), values(&rp, metric));
         let dist =
@@ -244,6 +301,7 @@ pub fn check_metric(
         rv,
         percentile_interval(&dist, level),
         percentile_sorted(&dist, level),
+        percentile_sorted(&dist, 1.0 - level),
         p,
         Method::Unpaired,
         0,
@@ -263,6 +321,17 @@ fn num(x: f64) -> String {
 
 /// The one-line statement of the rule for a verdict.
 pub fn rule_text(v: &MetricVerdict, confidence: f64) -> String {
+    if !v.metric.higher_is_better() {
+        return format!(
+            "regressed iff {:.0}% lower bound of Δ > {}",
+            100.0 * confidence,
+            if v.max_drop == 0.0 {
+                "0".to_string()
+            } else {
+                num(v.max_drop)
+            }
+        );
+    }
     let limit = if v.max_drop == 0.0 {
         "0".to_string()
     } else {
@@ -295,7 +364,7 @@ pub fn markdown(
         run.path.display()
     );
     s.push_str(&format!(
-        "| metric | baseline | run | Δ (run − baseline) | {pct} CI of Δ | {pct} upper bound | p-value | n shared | method | rule | verdict |\n"
+        "| metric | baseline | run | Δ (run − baseline) | {pct} CI of Δ | {pct} one-sided bound | p-value | n shared | method | rule | verdict |\n"
     ));
     s.push_str("|---|---:|---:|---:|---|---:|---|---:|---|---|---|\n");
     for v in verdicts {
@@ -321,7 +390,7 @@ pub fn markdown(
             num(v.delta),
             num(v.ci.lo),
             num(v.ci.hi),
-            num(v.upper),
+            num(v.bound),
             p,
             shared,
             v.method.describe(),
@@ -373,14 +442,14 @@ pub fn junit(verdicts: &[MetricVerdict], o: &CheckOptions) -> String {
     );
     for v in verdicts {
         let detail = format!(
-            "{}: baseline {} run {} delta {} CI [{}, {}] upper bound {} ({}, {} shared seeds); {}",
+            "{}: baseline {} run {} delta {} CI [{}, {}] one-sided bound {} ({}, {} shared seeds); {}",
             v.metric.name(),
             num(v.baseline),
             num(v.run),
             num(v.delta),
             num(v.ci.lo),
             num(v.ci.hi),
-            num(v.upper),
+            num(v.bound),
             v.method.describe(),
             v.shared,
             rule_text(v, o.confidence)
@@ -405,4 +474,74 @@ pub fn junit(verdicts: &[MetricVerdict], o: &CheckOptions) -> String {
     }
     s.push_str("</testsuite>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::formats::{FormatCounts, Termination};
+    use crate::results::summary::summarize;
+
+    fn side(repaired: u32) -> ResultSet {
+        let points = (0..8)
+            .map(|seed| EpisodePoint {
+                seed,
+                progression: 10.0,
+                score: 2,
+                episode_return: 1.0,
+                steps: 10,
+                termination: Termination::TurnBudget,
+                unlocked: Vec::new(),
+                format: Some(FormatCounts {
+                    exact: 10 - repaired,
+                    repaired,
+                    invalid: 0,
+                }),
+            })
+            .collect();
+        ResultSet {
+            path: format!("r{repaired}").into(),
+            kind: SourceKind::Run,
+            name: format!("r{repaired}"),
+            model: "m".into(),
+            config: serde_json::Value::Null,
+            points,
+            summary: summarize("m", &[]),
+            unfinished: Vec::new(),
+            protocol: None,
+        }
+    }
+
+    #[test]
+    fn more_repaired_replies_regress_both_format_metrics() {
+        let o = CheckOptions {
+            max_drop: 5.0,
+            confidence: 0.95,
+            resamples: 500,
+            seed: 0,
+        };
+        let (base, worse) = (side(0), side(3));
+        let v = check_metric(&base, &worse, Metric::FormatRepaired, &o).unwrap();
+        assert_eq!((v.baseline, v.run, v.delta), (0.0, 30.0, 30.0));
+        assert!(v.regressed && v.bound > 5.0, "{v:?}");
+        assert!(rule_text(&v, 0.95).contains("lower bound of Δ > 5.00"));
+        let v = check_metric(&base, &worse, Metric::FormatExact, &o).unwrap();
+        assert_eq!((v.baseline, v.run), (100.0, 70.0));
+        assert!(v.regressed && v.bound < -5.0, "{v:?}");
+        // Fewer repaired replies are an improvement, not a regression.
+        let v = check_metric(&worse, &base, Metric::FormatRepaired, &o).unwrap();
+        assert!(!v.regressed, "{v:?}");
+        // Unpaired (no shared seeds) the same way.
+        let mut other = side(3);
+        other.points.iter_mut().for_each(|p| p.seed += 100);
+        let v = check_metric(&base, &other, Metric::FormatRepaired, &o).unwrap();
+        assert!(v.regressed && v.method == Method::Unpaired, "{v:?}");
+        // A side without counts cannot be checked on them.
+        let mut none = side(0);
+        none.points.iter_mut().for_each(|p| p.format = None);
+        assert!(matches!(
+            check_metric(&none, &worse, Metric::FormatExact, &o),
+            Err(CheckError::NoFormat { .. })
+        ));
+    }
 }

@@ -7,6 +7,7 @@ use crate::crafter::ACHIEVEMENT_NAMES;
 use crate::results::formats::{EpisodeResult, Termination};
 
 use super::baseline::unfinished_seeds;
+use super::protocol::{protocol_differences, protocol_of};
 use super::stats::{mean, paired_bootstrap_ci, sign_flip_p_value, Interval, PValue};
 use crate::results::run::RunData;
 use crate::results::summary::{summarize, Summary};
@@ -35,6 +36,8 @@ pub struct Group {
     pub unfinished: Vec<i64>,
     /// Summary of `episodes`.
     pub summary: Summary,
+    /// The protocol (`report::protocol`) of each run pooled into this row.
+    pub protocols: Vec<serde_json::Value>,
 }
 
 impl Group {
@@ -78,6 +81,7 @@ pub fn group_runs(runs: &[RunData], by: GroupBy) -> Vec<Group> {
         match groups.iter_mut().find(|g| g.label == label) {
             Some(g) => {
                 g.runs.push(run.name());
+                g.protocols.push(protocol_of(&run.info));
                 g.episodes.extend(run.episodes.iter().cloned());
                 g.unfinished.extend(unfinished);
             }
@@ -88,6 +92,7 @@ pub fn group_runs(runs: &[RunData], by: GroupBy) -> Vec<Group> {
                 episodes: run.episodes.clone(),
                 unfinished,
                 summary: summarize("", &[]),
+                protocols: vec![protocol_of(&run.info)],
             }),
         }
     }
@@ -98,8 +103,30 @@ pub fn group_runs(runs: &[RunData], by: GroupBy) -> Vec<Group> {
     groups
 }
 
+/// Protocol differences of each row from the first row's first run (`report::protocol`):
+/// per row, the differing settings as `(key, "key: this vs first")`, over all its pooled runs.
+pub fn protocol_marks(groups: &[Group]) -> Vec<Vec<(&'static str, String)>> {
+    let Some(reference) = groups.first().and_then(|g| g.protocols.first()) else {
+        return Vec::new();
+    };
+    groups
+        .iter()
+        .map(|g| {
+            let mut out: Vec<(&'static str, String)> = Vec::new();
+            for p in &g.protocols {
+                for (k, line) in protocol_differences(p, reference) {
+                    if !out.iter().any(|(seen, _)| *seen == k) {
+                        out.push((k, line));
+                    }
+                }
+            }
+            out
+        })
+        .collect()
+}
+
 /// Columns `--metrics` can choose, in display order (all are shown by default).
-pub const COLUMNS: [&str; 11] = [
+pub const COLUMNS: [&str; 13] = [
     "episodes",
     "progression",
     "crafter_score",
@@ -108,6 +135,8 @@ pub const COLUMNS: [&str; 11] = [
     "steps",
     "death_rate",
     "invalid_rate",
+    "format_exact_rate",
+    "format_repaired_rate",
     "tokens",
     "cost",
     "latency_p50",
@@ -208,6 +237,25 @@ fn cells(col: &str, g: &Group) -> (String, Vec<(&'static str, String)>) {
                 format!("{:.4}", s.invalid_action_rate),
             )],
         ),
+        "format_exact_rate" | "format_repaired_rate" => {
+            let v = if col == "format_exact_rate" {
+                s.format_exact_rate
+            } else {
+                s.format_repaired_rate
+            };
+            (
+                v.map(|x| format!("{:.1}%", 100.0 * x))
+                    .unwrap_or_else(|| "n/a".into()),
+                vec![(
+                    if col == "format_exact_rate" {
+                        "format_exact_rate"
+                    } else {
+                        "format_repaired_rate"
+                    },
+                    opt(v.map(|x| format!("{x:.4}"))),
+                )],
+            )
+        }
         "tokens" => (
             match (s.input_tokens, s.output_tokens) {
                 (Some(i), Some(o)) => format!("{i} in / {o} out"),
@@ -232,8 +280,13 @@ fn cells(col: &str, g: &Group) -> (String, Vec<(&'static str, String)>) {
 }
 
 /// The main table for the terminal and for CSV (CSV splits `mean ± SE` and counts into
-/// separate numeric columns).
+/// separate numeric columns). The CSV ends with `protocol_differs`: the settings in which the
+/// row's protocol differs from the first row's, `;`-separated (empty when the same); the
+/// terminal table ends with a `protocol` column (`≠ preset, parser`, else empty) only when
+/// some row differs.
 pub fn main_tables(groups: &[Group], by: GroupBy, columns: &[&str]) -> (Table, Table) {
+    let marks = protocol_marks(groups);
+    let any_differs = marks.iter().any(|m| !m.is_empty());
     let lead: Vec<&str> = match by {
         GroupBy::Run => vec!["run", "model"],
         GroupBy::Model => vec!["model", "runs"],
@@ -249,6 +302,8 @@ pub fn main_tables(groups: &[Group], by: GroupBy, columns: &[&str]) -> (Table, T
                 "progression" => "progression % ± SE",
                 "crafter_score" => "crafter score %",
                 "invalid_rate" => "invalid actions",
+                "format_exact_rate" => "exact replies",
+                "format_repaired_rate" => "repaired replies",
                 "latency_p50" => "latency p50",
                 "death_rate" => "deaths",
                 c => c,
@@ -273,9 +328,25 @@ pub fn main_tables(groups: &[Group], by: GroupBy, columns: &[&str]) -> (Table, T
                 csv_row.push(value);
             }
         }
+        let keys: Vec<&str> = marks
+            .get(i)
+            .map(|m| m.iter().map(|(k, _)| *k).collect())
+            .unwrap_or_default();
+        if any_differs {
+            row.push(if keys.is_empty() {
+                String::new()
+            } else {
+                format!("≠ {}", keys.join(", "))
+            });
+        }
+        csv_row.push(keys.join(";"));
         shown.rows.push(row);
         csv.rows.push(csv_row);
     }
+    if any_differs {
+        shown.header.push("protocol".into());
+    }
+    csv.header.push("protocol_differs".into());
     (shown, csv)
 }
 

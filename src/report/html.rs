@@ -188,6 +188,18 @@ fn cards(run: &RunData, s: &Summary) -> String {
         &format!("{:.1}%", 100.0 * s.invalid_action_rate),
         "turns with no usable action",
     );
+    let (format_value, format_sub) = match (s.format_exact_rate, s.format_repaired_rate) {
+        (Some(e), Some(r)) => (
+            format!("{:.1}% exact", 100.0 * e),
+            format!(
+                "{:.1}% repaired · {:.1}% invalid",
+                100.0 * r,
+                100.0 * (1.0 - e - r).max(0.0)
+            ),
+        ),
+        _ => ("not recorded".into(), "run predates format counts".into()),
+    };
+    out += &card("format", "Reply format", &format_value, &format_sub);
     let tokens = match (s.input_tokens, s.output_tokens) {
         (Some(i), Some(o)) => format!("{} in / {} out", thousands(i), thousands(o)),
         _ => "not reported".into(),
@@ -219,6 +231,8 @@ fn header(run: &RunData) -> String {
     };
     let mut facts = vec![format!("model {}", run.model())];
     for (key, label) in [
+        ("preset", "preset"),
+        ("parser", "parser"),
         ("modality", "modality"),
         ("obs_format", "observation"),
         ("protocol", "protocol"),

@@ -6,6 +6,7 @@ pub mod check;
 pub mod compare;
 pub mod html;
 mod html_episode;
+pub mod protocol;
 pub mod sft;
 pub mod stats;
 pub mod svg;

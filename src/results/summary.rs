@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::formats::{EpisodeResult, Termination};
+use super::formats::{EpisodeResult, FormatCounts, Termination};
 use crate::crafter::ACHIEVEMENT_NAMES;
 
 use super::metrics::{crafter_score, mean, percentile, standard_error};
@@ -93,6 +93,14 @@ pub struct Summary {
     pub death_rate: f64,
     /// Fraction of turns whose reply had no usable action.
     pub invalid_action_rate: f64,
+    /// Fraction of turns whose reply was in the exact form asked for (`format.exact`), over the
+    /// completed episodes that recorded format counts; None when none did (older runs).
+    #[serde(default)]
+    pub format_exact_rate: Option<f64>,
+    /// Fraction of turns whose reply was usable only after lenient recovery (`format.repaired`),
+    /// over the same turns; None when no episode recorded format counts.
+    #[serde(default)]
+    pub format_repaired_rate: Option<f64>,
     /// Total prompt tokens (None if any episode lacks usage).
     pub input_tokens: Option<u64>,
     /// Total completion tokens.
@@ -152,6 +160,12 @@ pub fn summarize(model: &str, episodes: &[EpisodeResult]) -> Summary {
         .collect();
     let turns: u32 = done.iter().map(|e| e.turns).sum();
     let invalid: u32 = done.iter().map(|e| e.invalid_actions).sum();
+    let formats: Vec<FormatCounts> = done.iter().filter_map(|e| e.format).collect();
+    let format_turns: u32 = formats.iter().map(FormatCounts::turns).sum();
+    let format_rate = |count: fn(&FormatCounts) -> u32| {
+        (format_turns > 0)
+            .then(|| formats.iter().map(count).sum::<u32>() as f64 / format_turns as f64)
+    };
     let costs: Option<f64> = episodes
         .iter()
         .map(|e| e.cost_usd)
@@ -189,6 +203,8 @@ pub fn summarize(model: &str, episodes: &[EpisodeResult]) -> Summary {
         } else {
             invalid as f64 / turns as f64
         },
+        format_exact_rate: format_rate(|f| f.exact),
+        format_repaired_rate: format_rate(|f| f.repaired),
         input_tokens: sum_opt(episodes.iter().map(|e| e.input_tokens)),
         output_tokens: sum_opt(episodes.iter().map(|e| e.output_tokens)),
         cost_usd: if episodes.is_empty() { None } else { costs },
@@ -203,7 +219,7 @@ pub fn summarize(model: &str, episodes: &[EpisodeResult]) -> Summary {
 }
 
 /// The CSV columns of `summary.csv` (one row per run).
-pub const SUMMARY_COLUMNS: [&str; 19] = [
+pub const SUMMARY_COLUMNS: [&str; 21] = [
     "model",
     "episodes",
     "completed",
@@ -217,6 +233,8 @@ pub const SUMMARY_COLUMNS: [&str; 19] = [
     "turns_mean",
     "death_rate",
     "invalid_action_rate",
+    "format_exact_rate",
+    "format_repaired_rate",
     "input_tokens",
     "output_tokens",
     "cost_usd",
@@ -229,6 +247,7 @@ impl Summary {
     /// Values in `SUMMARY_COLUMNS` order.
     pub fn csv_row(&self) -> Vec<String> {
         let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
+        let rate = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
         vec![
             self.model.clone(),
             self.episodes.to_string(),
@@ -243,6 +262,8 @@ impl Summary {
             format!("{:.2}", self.turns_mean),
             format!("{:.4}", self.death_rate),
             format!("{:.4}", self.invalid_action_rate),
+            rate(self.format_exact_rate),
+            rate(self.format_repaired_rate),
             opt(self.input_tokens),
             opt(self.output_tokens),
             self.cost_usd.map(|c| format!("{c:.6}")).unwrap_or_default(),

@@ -624,6 +624,8 @@ fn print_summary(s: &Summary, dir: &Path) {
         achievements: String,
         steps: String,
         deaths: String,
+        #[tabled(rename = "replies exact/repaired")]
+        format: String,
         tokens: String,
         cost: String,
         #[tabled(rename = "latency p50/p95")]
@@ -645,6 +647,10 @@ fn print_summary(s: &Summary, dir: &Path) {
         achievements: format!("{:.2}", s.score_mean),
         steps: format!("{:.1}", s.steps_mean),
         deaths: format!("{:.0}%", 100.0 * s.death_rate),
+        format: match (s.format_exact_rate, s.format_repaired_rate) {
+            (Some(e), Some(r)) => format!("{:.1}% / {:.1}%", 100.0 * e, 100.0 * r),
+            _ => "n/a".into(),
+        },
         tokens,
         cost: s
             .cost_usd

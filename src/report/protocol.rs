@@ -1,0 +1,121 @@
+//! The evaluation protocol of a run: the settings that decide what a score means (preset,
+//! parser, observation, image size, textures, history, prompt), read from run.json, and the
+//! differences between two protocols (`compare` marks rows, `check` refuses a baseline).
+
+use serde_json::{Map, Value};
+
+/// Protocol settings in display order: `run.json` config keys, plus `textures` and
+/// `prompt_sha256` from the top level.
+pub const PROTOCOL_KEYS: [&str; 11] = [
+    "preset",
+    "parser",
+    "layout",
+    "obs_format",
+    "protocol",
+    "modality",
+    "image_size",
+    "textures",
+    "history",
+    "image_history",
+    "prompt_sha256",
+];
+
+/// The protocol of a run from its `run.json` (an object keyed by `PROTOCOL_KEYS`). Runs written
+/// before presets existed have no `preset`, `parser` or `layout`: they played what the
+/// `vlm-eval` preset with the lenient parser plays, so that is what they are recorded as. Any
+/// other missing key is left out (and so never counts as a difference).
+pub fn protocol_of(info: &Value) -> Value {
+    let c = &info["config"];
+    let mut out = Map::new();
+    let before_presets = c.get("preset").is_none();
+    for key in PROTOCOL_KEYS {
+        let v = match key {
+            "textures" => match &info["textures"] {
+                Value::Object(t) => {
+                    let kind = t.get("kind").and_then(Value::as_str).unwrap_or("unknown");
+                    let fp = t.get("fingerprint").and_then(Value::as_str).unwrap_or("");
+                    Value::String(format!("{kind} {}", &fp[..fp.len().min(12)]))
+                }
+                _ => Value::Null,
+            },
+            "prompt_sha256" => info["prompt_sha256"].clone(),
+            _ => c.get(key).cloned().unwrap_or(Value::Null),
+        };
+        let v = match (key, v) {
+            ("preset" | "layout", Value::Null) if before_presets => "vlm-eval".into(),
+            ("parser", Value::Null) if before_presets => "lenient".into(),
+            (_, v) => v,
+        };
+        if !v.is_null() {
+            out.insert(key.into(), v);
+        }
+    }
+    Value::Object(out)
+}
+
+fn show(key: &str, v: &Value) -> String {
+    match v {
+        Value::String(s) if key == "prompt_sha256" => s.chars().take(12).collect(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The settings whose values differ between two protocols (keys present in both), in
+/// `PROTOCOL_KEYS` order, each as `(key, "key: a vs b")`.
+pub fn protocol_differences(a: &Value, b: &Value) -> Vec<(&'static str, String)> {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return Vec::new();
+    };
+    PROTOCOL_KEYS
+        .iter()
+        .filter_map(|&k| match (a.get(k), b.get(k)) {
+            (Some(x), Some(y)) if x != y => {
+                Some((k, format!("{k}: {} vs {}", show(k, x), show(k, y))))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn old_runs_are_the_vlm_eval_preset_and_differences_name_the_settings() {
+        let old = json!({"config": {"obs_format": "state", "image_size": 64, "history": 3},
+                         "textures": {"kind": "official", "fingerprint": "abcdef0123456789"},
+                         "prompt_sha256": "0123456789abcdef"});
+        let p = protocol_of(&old);
+        assert_eq!(p["preset"], "vlm-eval");
+        assert_eq!(p["parser"], "lenient");
+        assert_eq!(p["textures"], "official abcdef012345");
+        let new = json!({"config": {"preset": "balrog", "parser": "balrog", "layout": "balrog",
+                         "obs_format": "balrog", "image_size": 256, "history": 16},
+                         "textures": {"kind": "official", "fingerprint": "abcdef0123456789"}});
+        let d: Vec<&str> = protocol_differences(&p, &protocol_of(&new))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        // prompt_sha256 is absent on one side: not a difference.
+        assert_eq!(
+            d,
+            [
+                "preset",
+                "parser",
+                "layout",
+                "obs_format",
+                "image_size",
+                "history"
+            ]
+        );
+        assert_eq!(
+            protocol_differences(&p, &protocol_of(&new))[0].1,
+            "preset: vlm-eval vs balrog"
+        );
+        assert!(protocol_differences(&p, &p).is_empty());
+        assert!(protocol_differences(&Value::Null, &p).is_empty());
+    }
+}

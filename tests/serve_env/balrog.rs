@@ -143,12 +143,23 @@ async fn balrog_sessions_speak_balrogs_protocol() {
         .await;
     assert_eq!(status, 400);
     assert!(v["error"].as_str().unwrap().contains("--balrog-src"), "{v}");
+}
+
+/// An unknown preset or parser is a 400 naming the valid ones (no checkout or textures needed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_presets_are_refused_listing_the_presets() {
+    let plain = server(ServeConfig::default()).await;
     let (status, v) = Http::new(&plain)
         .post("/v1/sessions", &json!({"seed": 1, "preset": "balrg"}))
         .await;
     assert_eq!(status, 400);
+    let e = v["error"].as_str().unwrap();
     assert!(
-        v["error"].as_str().unwrap().contains("vlm-eval, balrog"),
+        e.contains("unknown preset 'balrg'") && e.contains("vlm-eval, balrog"),
         "{v}"
     );
+    let (status, _) = Http::new(&plain)
+        .post("/v1/sessions", &json!({"seed": 1, "preset": "vlm-eval"}))
+        .await;
+    assert_eq!(status, 200, "a known preset opens a session");
 }

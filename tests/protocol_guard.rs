@@ -203,6 +203,10 @@ fn compare_marks_rows_and_check_refuses_a_protocol_change() {
     assert_ne!(o.status.code(), Some(2), "{out}{err}");
     assert!(err.contains("records no protocol"), "{err}");
     assert!(out.contains("records no protocol"), "{out}");
+    assert!(
+        out.contains("configs differ (image_size: 64 vs 32; history: 3 vs 2)"),
+        "without a stored protocol the config note still names them: {out}"
+    );
 
     // Reply-format metrics: exact is higher-better, repaired lower-better.
     let o = vlm_eval(&[

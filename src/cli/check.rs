@@ -166,7 +166,9 @@ fn parse_metrics(a: &CheckArgs) -> Result<Vec<(Metric, f64)>, CliError> {
 
 fn notes(baseline: &ResultSet, run: &ResultSet) -> Vec<String> {
     let mut out = Vec::new();
-    let diffs = config_differences(&baseline.config, &run.config);
+    // Protocol settings are compared by the guard when both sides record a protocol.
+    let guarded = baseline.protocol.is_some() && run.protocol.is_some();
+    let diffs = config_differences(&baseline.config, &run.config, guarded);
     if !diffs.is_empty() {
         out.push(format!(
             "configs differ ({}): the comparison may not be like for like",

@@ -490,15 +490,18 @@ pub fn load_results(path: &Path) -> Result<ResultSet, ReadError> {
 }
 
 /// Config keys whose values differ between two excerpts (ignoring `model` and `seeds`, which
-/// comparisons change on purpose, and the protocol settings, which `check` compares through
-/// `report::protocol`), as `key: a vs b` lines.
-pub fn config_differences(a: &Value, b: &Value) -> Vec<String> {
+/// comparisons change on purpose, and, with `skip_protocol`, the protocol settings that `check`
+/// compares through `report::protocol`), as `key: a vs b` lines.
+pub fn config_differences(a: &Value, b: &Value, skip_protocol: bool) -> Vec<String> {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for (k, va) in a {
-        if k == "model" || k == "seeds" || super::protocol::PROTOCOL_KEYS.contains(&k.as_str()) {
+        if k == "model"
+            || k == "seeds"
+            || (skip_protocol && super::protocol::PROTOCOL_KEYS.contains(&k.as_str()))
+        {
             continue;
         }
         if let Some(vb) = b.get(k) {

@@ -145,6 +145,17 @@ fn compare_marks_rows_and_check_refuses_a_protocol_change() {
     );
     assert_eq!(read_csv(&cmp)[1]["protocol_differs"], "");
 
+    // --by model: a row pooling runs of different protocols says so.
+    let o = vlm_eval(&["compare", s(&r.plain), s(&r.strict), "--by", "model"]);
+    let (out, _) = text(&o);
+    assert!(o.status.success());
+    assert!(
+        out.contains(
+            "protocol: mock pools runs whose protocols differ (parser: strict vs lenient)"
+        ),
+        "{out}"
+    );
+
     // check: a run folder baseline with another parser → exit 2, one line naming it.
     let o = vlm_eval(&["check", "--baseline", s(&r.plain), "--run", s(&r.strict)]);
     let (out, err) = text(&o);

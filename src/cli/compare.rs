@@ -115,9 +115,18 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
     let groups = group_runs(&runs, by);
     let (shown, csv) = main_tables(&groups, by, &columns);
     println!("{}", render(&shown));
-    for (g, marks) in groups.iter().zip(protocol_marks(&groups)) {
-        if !marks.is_empty() {
-            let lines: Vec<String> = marks.into_iter().map(|(_, line)| line).collect();
+    for (i, (g, marks)) in groups.iter().zip(protocol_marks(&groups)).enumerate() {
+        if marks.is_empty() {
+            continue;
+        }
+        let lines: Vec<String> = marks.into_iter().map(|(_, line)| line).collect();
+        if i == 0 {
+            println!(
+                "protocol: {} pools runs whose protocols differ ({}): its numbers mix protocols",
+                g.label,
+                lines.join("; ")
+            );
+        } else {
             println!(
                 "protocol: {} differs from {} ({}): its numbers do not compare with the first row's",
                 g.label,

@@ -90,6 +90,9 @@ pub enum BenchCommand {
     /// Local Qwen2-VL correctness: a device's logits and greedy tokens against the CPU f32
     /// reference (exit 1 when f32 max |Δ| or bf16 top-1 agreement misses its threshold).
     Parity(bench::local::BenchParityArgs),
+    /// Reply parser cost on adversarial shapes (repeated markers, deep brackets, escapes, many
+    /// tool calls), in ms per 100 KB, with and without the reply bound.
+    Parse(bench::parse::BenchParseArgs),
 }
 
 /// `vlm-eval assets …`
@@ -153,6 +156,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Bench(BenchCommand::Serve(a)) => bench::serve::cmd_bench_serve(a),
         Command::Bench(BenchCommand::Local(a)) => bench::local::cmd_bench_local(a),
         Command::Bench(BenchCommand::Parity(a)) => bench::local::cmd_bench_parity(a),
+        Command::Bench(BenchCommand::Parse(a)) => bench::parse::cmd_bench_parse(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => assets::cmd_fetch(dest.as_deref()),
         Command::Assets(AssetsCommand::Which { assets }) => assets::cmd_which(assets.as_deref()),
         Command::ExportSft(a) => export_sft::cmd_export_sft(a),

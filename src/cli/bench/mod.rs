@@ -9,6 +9,7 @@ use super::common::{env_config, load_textures, parse_pair, runtime, EnvArgs};
 use super::error::CliError;
 
 pub mod local;
+pub mod parse;
 pub mod serve;
 
 /// `vlm-eval bench env` flags.

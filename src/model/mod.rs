@@ -4,6 +4,7 @@
 
 pub mod attempts;
 pub mod baseline;
+pub mod http_bench;
 pub mod limit;
 pub mod local;
 pub mod mock;

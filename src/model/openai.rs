@@ -52,6 +52,7 @@ use super::limit::AdaptiveLimit;
 use super::{Attempt, BoxFuture, CallFailure, ChatModel, ChatReply, ChatRequest, ModelError, Wait};
 
 mod errors;
+mod quickack;
 pub mod retry_hint;
 mod wire;
 
@@ -60,6 +61,7 @@ pub use retry_hint::RetryHint;
 pub use wire::{arguments_string, parse_response, png_data_url, request_body, tools_json};
 
 use errors::{excerpt_text, truncate};
+use quickack::{proxy_in_env, QuickAckClient};
 use retry_hint::retry_hint;
 use wire::{parse_detail, response_usage};
 
@@ -105,12 +107,17 @@ pub struct OpenAiConfig {
     /// db"), and, while no key is sent, to any error status before a call has succeeded: says
     /// whether a key was sent, from where, and how to set one (never the key itself).
     pub auth_hint: Option<String>,
+    /// On plain `http://` endpoints, acknowledge every read at once (`TCP_QUICKACK`, Linux),
+    /// so servers that write headers and body separately without `TCP_NODELAY` do not stall
+    /// each keep-alive call for a delayed ACK (see `quickack.rs`). Ignored with an HTTP proxy
+    /// in the environment.
+    pub quickack: bool,
 }
 
 impl OpenAiConfig {
     /// A config with defaults: no key, 60 s per attempt, 3 retries, `max_completion_tokens`,
     /// `tool_choice` sent, no extra headers, image detail omitted, no adaptive limit, waits
-    /// capped at 60 s, no turn deadline, no auth hint.
+    /// capped at 60 s, no turn deadline, no auth hint, quick ACKs on plain HTTP.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiConfig {
         OpenAiConfig {
             base_url: base_url.into(),
@@ -126,6 +133,7 @@ impl OpenAiConfig {
             max_retry_wait: MAX_RETRY_AFTER,
             turn_deadline: None,
             auth_hint: None,
+            quickack: true,
         }
     }
 }
@@ -147,6 +155,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("max_retry_wait", &self.max_retry_wait)
             .field("turn_deadline", &self.turn_deadline)
             .field("auth_hint", &self.auth_hint)
+            .field("quickack", &self.quickack)
             .finish()
     }
 }
@@ -214,8 +223,11 @@ impl OpenAiModel {
             .connect_timeout(connect_timeout)
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build HTTP client: {e}")))?;
+        let quick = (config.quickack && config.base_url.starts_with("http://") && !proxy_in_env())
+            .then(|| QuickAckClient::new(connect_timeout));
         let transport = Transport {
             http: http.clone(),
+            quick,
             api_key: config.api_key.clone(),
         };
         // with_http_client first: calling it after with_http_service would reinstall the
@@ -497,6 +509,8 @@ async fn within<T>(
 #[derive(Clone)]
 struct Transport {
     http: reqwest::Client,
+    /// Plain-HTTP requests go through this when set (quick ACKs).
+    quick: Option<QuickAckClient>,
     /// `None`: strip the `Authorization` header. Also redacted from error bodies before they
     /// are cut, so a truncated echo cannot leak part of it.
     api_key: Option<String>,
@@ -513,13 +527,19 @@ impl tower::Service<HttpRequestFactory> for Transport {
 
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
         let http = self.http.clone();
+        let quick = self.quick.clone();
         let api_key = self.api_key.clone();
         Box::pin(async move {
             let mut request = factory.build().await?;
             if api_key.is_none() {
                 request.headers_mut().remove(AUTHORIZATION);
             }
-            let response = http.execute(request).await?;
+            let response = match quick {
+                Some(quick) if request.url().scheme() == "http" => {
+                    quick.execute(request).await.map_err(OpenAIError::Boxed)?
+                }
+                _ => http.execute(request).await?,
+            };
             let status = response.status();
             if status.is_success() {
                 return Ok(response);

@@ -8,6 +8,7 @@ use clap::Args;
 use super::common::{env_config, load_textures, parse_pair, runtime, EnvArgs};
 use super::error::CliError;
 
+pub mod http;
 pub mod local;
 pub mod parse;
 pub mod serve;

@@ -11,6 +11,8 @@ fn vlm_eval(args: &[&str]) -> Output {
             std::env::temp_dir().join("vlm-eval-test-empty-cache"),
         )
         .env_remove("CRAFTER_ASSETS")
+        // Bad-input tests: never download textures (tests/textures.rs covers fetching).
+        .env("VLM_EVAL_NO_FETCH", "1")
         .output()
         .expect("run vlm-eval")
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::error::CliError;
+use crate::crafter::textures::FetchPolicy;
 use crate::crafter::{Action, EnvConfig, TextureSet};
 
 /// Geometry and texture flags shared by env commands.
@@ -58,10 +59,13 @@ pub fn parse_pair(s: &str) -> Result<[usize; 2], String> {
     Ok(pair)
 }
 
-/// Load textures as the env commands do, logging the built-in fallback warning.
+/// Load textures as every rendering command does: official ones found or fetched once into the
+/// cache (announced on one line), else the built-in sprites with a warning.
 pub fn load_textures(assets: Option<&Path>) -> Result<TextureSet, CliError> {
-    let (set, warning) =
-        TextureSet::discover(assets).map_err(|e| CliError::usage(e.to_string()))?;
+    let (set, warning) = TextureSet::discover_with(assets, FetchPolicy::from_env(), &mut |msg| {
+        eprintln!("{msg}")
+    })
+    .map_err(|e| CliError::usage(e.to_string()))?;
     if let Some(w) = warning {
         tracing::warn!("{w}");
     }

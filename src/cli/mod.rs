@@ -90,6 +90,9 @@ pub enum BenchCommand {
     /// Local Qwen2-VL correctness: a device's logits and greedy tokens against the CPU f32
     /// reference (exit 1 when f32 max |Δ| or bf16 top-1 agreement misses its threshold).
     Parity(bench::local::BenchParityArgs),
+    /// Start-up time: from starting `vlm-eval run` to its first model request, with textures in
+    /// the cache, in $CRAFTER_ASSETS, and the old empty-cache path for reference.
+    Startup(bench::startup::BenchStartupArgs),
     /// Reply parser cost on adversarial shapes (repeated markers, deep brackets, escapes, many
     /// tool calls), in ms per 100 KB, with and without the reply bound.
     Parse(bench::parse::BenchParseArgs),
@@ -159,6 +162,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Bench(BenchCommand::Serve(a)) => bench::serve::cmd_bench_serve(a),
         Command::Bench(BenchCommand::Local(a)) => bench::local::cmd_bench_local(a),
         Command::Bench(BenchCommand::Parity(a)) => bench::local::cmd_bench_parity(a),
+        Command::Bench(BenchCommand::Startup(a)) => bench::startup::cmd_bench_startup(a),
         Command::Bench(BenchCommand::Parse(a)) => bench::parse::cmd_bench_parse(a),
         Command::Bench(BenchCommand::Http(a)) => bench::http::cmd_bench_http(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => assets::cmd_fetch(dest.as_deref()),

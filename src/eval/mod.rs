@@ -8,3 +8,4 @@ pub mod frames;
 pub mod merge;
 pub mod runner;
 pub mod shard;
+pub mod startup;

@@ -218,12 +218,18 @@ impl OpenAiModel {
         }
 
         let connect_timeout = config.request_timeout.min(Duration::from_secs(10));
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(config.request_timeout)
-            .connect_timeout(connect_timeout)
+            .connect_timeout(connect_timeout);
+        if is_plain_http(&config.base_url) {
+            // A plain-HTTP endpoint (a local server) needs no certificate store: loading the
+            // system's roots costs ~5-10 ms of every start. HTTPS stays refused (no roots).
+            builder = builder.tls_certs_only(Vec::new());
+        }
+        let http = builder
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build HTTP client: {e}")))?;
-        let quick = (config.quickack && config.base_url.starts_with("http://") && !proxy_in_env())
+        let quick = (config.quickack && is_plain_http(&config.base_url) && !proxy_in_env())
             .then(|| QuickAckClient::new(connect_timeout));
         let transport = Transport {
             http: http.clone(),
@@ -729,9 +735,24 @@ fn normalise_base_url(raw: &str) -> Result<String, ModelError> {
     Ok(url)
 }
 
+/// Whether `url` is plain `http://` (case-insensitive), so the client needs no TLS roots.
+fn is_plain_http(url: &str) -> bool {
+    url.get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("http://"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_http_urls_are_told_apart_from_https() {
+        assert!(is_plain_http("http://127.0.0.1:8000/v1"));
+        assert!(is_plain_http("HTTP://localhost/v1"));
+        assert!(!is_plain_http("https://api.openai.com/v1"));
+        assert!(!is_plain_http("http:/x"));
+        assert!(!is_plain_http(""));
+    }
 
     fn config() -> OpenAiConfig {
         OpenAiConfig {

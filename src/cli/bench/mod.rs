@@ -12,6 +12,7 @@ pub mod http;
 pub mod local;
 pub mod parse;
 pub mod serve;
+pub mod startup;
 
 /// `vlm-eval bench env` flags.
 #[derive(Args, Debug)]

@@ -38,6 +38,34 @@ pub fn fetch_official(dest: Option<&Path>) -> Result<PathBuf, TextureError> {
     let files = read_archive_assets(&python, &archive, work.path())?;
     verify_fetched(&archive, &files)?;
 
+    install_files(&files, &dest)?;
+    tracing::info!(dir = %dest.display(), "installed crafter {CRAFTER_VERSION}'s textures");
+    Ok(dest)
+}
+
+/// Copy crafter's verified textures from `src` (an installed package's `assets` folder) into
+/// `dest` through the same staging, check and atomic publish as a download.
+pub(super) fn install_from_dir(src: &Path, dest: &Path) -> Result<(), TextureError> {
+    if verify_all_files(dest) {
+        return Ok(());
+    }
+    check_replaceable(dest)?;
+    let mut files = BTreeMap::new();
+    for (file, _) in official_files() {
+        let path = src.join(file);
+        let bytes = std::fs::read(&path).map_err(|err| TextureError::Unreadable {
+            file: file.to_string(),
+            dir: src.to_path_buf(),
+            err,
+        })?;
+        files.insert(file.to_string(), bytes);
+    }
+    verify_fetched(src, &files)?;
+    install_files(&files, dest)
+}
+
+/// Write verified `files` into a staging folder beside `dest`, prove it loads, publish it.
+fn install_files(files: &BTreeMap<String, Vec<u8>>, dest: &Path) -> Result<(), TextureError> {
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -51,19 +79,17 @@ pub fn fetch_official(dest: Option<&Path>) -> Result<PathBuf, TextureError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| CACHE_SUBDIR.to_string());
     let staging = TempDir::new(&parent, &format!(".{leaf}.partial"))?;
-    for (file, bytes) in &files {
+    for (file, bytes) in files {
         let path = staging.path().join(file);
         std::fs::write(&path, bytes).map_err(|err| TextureError::Write { path, err })?;
     }
     // Prove the written folder loads before publishing it.
     TextureSet::load_official(staging.path())?;
-    publish(staging, &dest)?;
-    tracing::info!(dir = %dest.display(), "installed crafter {CRAFTER_VERSION}'s textures");
-    Ok(dest)
+    publish(staging, dest)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Decoding and hashing.
+// Staging folders, checks and downloads.
 
 /// A uniquely named directory removed (best effort) on drop.
 pub(super) struct TempDir {

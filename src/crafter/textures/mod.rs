@@ -21,7 +21,7 @@ mod discover;
 mod fetch;
 mod sprites;
 
-pub use discover::cache_dir;
+pub use discover::{cache_dir, FetchPolicy};
 pub use fetch::fetch_official;
 
 use std::collections::HashMap;
@@ -238,6 +238,14 @@ pub enum TextureError {
         python: String,
         /// Last line pip printed.
         detail: String,
+    },
+    /// The cache folder exists but does not hold crafter's textures.
+    #[error("the texture cache {} is unusable: {reason} (delete that folder; the next run fetches the textures again)", dir.display())]
+    BadCache {
+        /// The cache folder.
+        dir: PathBuf,
+        /// What is wrong with it.
+        reason: String,
     },
     /// The downloaded package cannot be read or lacks the textures.
     #[error("cannot use downloaded package {}: {reason} (delete it and run `vlm-eval assets fetch` again)", archive.display())]

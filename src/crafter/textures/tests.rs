@@ -23,17 +23,30 @@ fn official_channels(name: &str) -> usize {
 const OFFICIAL_FINGERPRINT: &str =
     "453f5748964131b7187f8037dfca502a4ebf675725e08b11362133f52cb379d6";
 
-/// Where this machine has crafter's assets ($VLM_EVAL_TEST_ASSETS or the dev venv).
+/// The project's crafter venv (`.venv-crafter`, which `.ci/run` creates), if present.
+fn venv() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-crafter");
+    dir.join("bin/python").exists().then_some(dir)
+}
+
+/// Where this machine has crafter's assets: $VLM_EVAL_TEST_ASSETS, else the project's venv.
 fn official_dir() -> Option<PathBuf> {
+    let from_venv = venv().and_then(|v| {
+        std::fs::read_dir(v.join("lib"))
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("site-packages/crafter/assets"))
+            .find(|d| d.is_dir())
+    });
     let candidates = [
         std::env::var_os("VLM_EVAL_TEST_ASSETS").map(PathBuf::from),
-        Some(PathBuf::from(
-            "/tmp/venv-crafter/lib/python3.11/site-packages/crafter/assets",
-        )),
+        from_venv,
     ];
     let found = candidates.into_iter().flatten().find(|d| d.is_dir());
     if found.is_none() {
-        eprintln!("skipping: crafter assets not found (set VLM_EVAL_TEST_ASSETS)");
+        eprintln!(
+            "skipping: crafter assets not found (set VLM_EVAL_TEST_ASSETS or create .venv-crafter)"
+        );
     }
     found
 }
@@ -235,6 +248,7 @@ fn discover_and_cache_dir_follow_the_environment() {
         "XDG_CACHE_HOME",
         "HOME",
         "VLM_EVAL_PYTHON",
+        "VLM_EVAL_NO_FETCH",
     ];
     let saved: Vec<_> = keys.iter().map(|k| (k, std::env::var_os(k))).collect();
     let empty_cache = scratch("cache");
@@ -293,15 +307,78 @@ fn discover_and_cache_dir_follow_the_environment() {
         );
         std::fs::remove_dir_all(&cached).unwrap();
 
-        // An installed crafter package is found through $VLM_EVAL_PYTHON.
-        let venv_python = Path::new("/tmp/venv-crafter/bin/python");
-        if venv_python.exists() {
-            std::env::set_var("VLM_EVAL_PYTHON", venv_python);
+        // An installed crafter package is found through $VLM_EVAL_PYTHON, and its verified
+        // files are copied into the cache, where the next discovery finds them without Python.
+        if let Some(venv) = venv() {
+            std::env::set_var("VLM_EVAL_PYTHON", venv.join("bin/python"));
             let (set, warning) = TextureSet::discover(None).unwrap();
             assert_eq!(set.kind(), "official");
             assert!(warning.is_none());
             assert_eq!(set.fingerprint(), OFFICIAL_FINGERPRINT);
+            assert!(
+                verify_all_files(&cached),
+                "the package's files were not cached"
+            );
+            std::env::set_var("VLM_EVAL_PYTHON", "/nonexistent/python3");
+            let (set, _) = TextureSet::discover(None).unwrap();
+            assert_eq!(
+                set.source(),
+                &TextureSource::Official {
+                    dir: cached.clone()
+                }
+            );
+            std::fs::remove_dir_all(&cached).unwrap();
+        } else {
+            eprintln!("skipping the installed-package case: no .venv-crafter");
         }
+
+        // A cache folder that is not crafter's textures is an error naming the folder.
+        std::fs::create_dir(&cached).unwrap();
+        std::fs::write(cached.join("cow.png"), b"not a png").unwrap();
+        let err = TextureSet::discover(None).unwrap_err();
+        assert!(matches!(err, TextureError::BadCache { .. }), "{err}");
+        assert!(err.to_string().contains(&cached.display().to_string()));
+        std::fs::remove_dir_all(&cached).unwrap();
+    }
+
+    // Fetching allowed but impossible (no Python): one notice before the attempt, then the
+    // built-in sprites with a warning that says the fetch failed.
+    std::env::remove_var("CRAFTER_ASSETS");
+    std::env::set_var("VLM_EVAL_PYTHON", "/nonexistent/python3");
+    let mut notices = Vec::new();
+    let (set, warning) = TextureSet::discover_with(None, FetchPolicy::Fetch, &mut |m| {
+        notices.push(m.to_string())
+    })
+    .unwrap();
+    assert_eq!(set.kind(), "builtin");
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].contains("fetching them once into") && !notices[0].contains('\n'));
+    let warning = warning.unwrap();
+    assert!(warning.contains("fetching them failed"), "{warning}");
+    assert!(!warning.contains('\n'));
+    // Under NoFetch nothing is announced or attempted.
+    notices.clear();
+    let (set, warning) = TextureSet::discover_with(None, FetchPolicy::NoFetch, &mut |m| {
+        notices.push(m.to_string())
+    })
+    .unwrap();
+    assert_eq!(set.kind(), "builtin");
+    assert!(notices.is_empty());
+    assert!(!warning.unwrap().contains("fetching"));
+
+    // $VLM_EVAL_NO_FETCH.
+    for (value, expected) in [
+        (Some("1"), FetchPolicy::NoFetch),
+        (Some("yes"), FetchPolicy::NoFetch),
+        (Some("0"), FetchPolicy::Fetch),
+        (Some(""), FetchPolicy::Fetch),
+        (None, FetchPolicy::Fetch),
+    ] {
+        match value {
+            Some(v) => std::env::set_var("VLM_EVAL_NO_FETCH", v),
+            None => std::env::remove_var("VLM_EVAL_NO_FETCH"),
+        }
+        assert_eq!(FetchPolicy::from_env(), expected, "{value:?}");
     }
 
     for (key, value) in saved {

@@ -124,7 +124,7 @@ pub async fn run_episode(
             Err(failure) => {
                 // The failed turn's attempts were sent (and maybe billed): count them.
                 let before = spent.clone();
-                spent.add_attempts(&failure.attempts);
+                count_attempts(&mut spent, &failure.attempts);
                 charge(cfg, &before, &spent);
                 retries += failure.retries();
                 retry_wait_ms += failure.retry_wait_ms();
@@ -147,9 +147,9 @@ pub async fn run_episode(
         if !cache_hit {
             if reply.attempts.is_empty() {
                 // An in-process model: its reply is the one answer.
-                spent.add_usage(Some(&reply.usage));
+                spent.add_usage(reply.usage.input_tokens, reply.usage.output_tokens);
             } else {
-                spent.add_attempts(&reply.attempts);
+                count_attempts(&mut spent, &reply.attempts);
             }
         }
         charge(cfg, &before, &spent);
@@ -279,6 +279,14 @@ pub async fn run_episode(
     };
     writer.finish(&result).await?;
     Ok(result)
+}
+
+/// Count the HTTP attempts of one model call (every attempt after the first is a retry).
+fn count_attempts(spent: &mut Spend, attempts: &[crate::model::Attempt]) {
+    for (i, a) in attempts.iter().enumerate() {
+        let usage = a.usage.as_ref().map(|u| (u.input_tokens, u.output_tokens));
+        spent.add_request(i > 0, usage, a.error.is_none());
+    }
 }
 
 /// Charge the run's budget with what one call added to the episode's spend.

@@ -163,23 +163,26 @@ pub struct Spend {
 }
 
 impl Spend {
-    /// Count one request's answer: its usage when reported.
-    pub fn add_usage(&mut self, usage: Option<&crate::model::Usage>) {
-        if let Some(u) = usage {
-            self.input_tokens += u.input_tokens.unwrap_or(0);
-            self.output_tokens += u.output_tokens.unwrap_or(0);
-        }
+    /// Count the usage one answer reported (input and output tokens), when it reported any.
+    pub fn add_usage(&mut self, input_tokens: Option<u64>, output_tokens: Option<u64>) {
+        self.input_tokens += input_tokens.unwrap_or(0);
+        self.output_tokens += output_tokens.unwrap_or(0);
     }
 
-    /// Count the attempts of one model call.
-    pub fn add_attempts(&mut self, attempts: &[crate::model::Attempt]) {
-        self.requests += attempts.len() as u64;
-        self.retries += attempts.len().saturating_sub(1) as u64;
-        for a in attempts {
-            self.add_usage(a.usage.as_ref());
-            if a.error.is_none() && a.usage.is_none() {
-                self.replies_without_usage += 1;
-            }
+    /// Count one HTTP request: `retry` when it repeated an earlier one, the usage its answer
+    /// reported (`None`: none reported), and whether it succeeded.
+    pub fn add_request(
+        &mut self,
+        retry: bool,
+        usage: Option<(Option<u64>, Option<u64>)>,
+        ok: bool,
+    ) {
+        self.requests += 1;
+        self.retries += u64::from(retry);
+        match usage {
+            Some((i, o)) => self.add_usage(i, o),
+            None if ok => self.replies_without_usage += 1,
+            None => {}
         }
     }
 

@@ -131,6 +131,7 @@ fn reply(
         latency_ms: 0.0,
         retries: 0,
         retry_wait_ms: 0.0,
+        attempts: Vec::new(),
         raw,
     }
 }

@@ -7,5 +7,6 @@ pub mod compare;
 pub mod html;
 mod html_episode;
 pub mod sft;
+pub mod spend;
 pub mod stats;
 pub mod svg;

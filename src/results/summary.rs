@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::formats::{EpisodeResult, Termination};
+use super::formats::{EpisodeResult, Spend, Termination};
 use crate::crafter::ACHIEVEMENT_NAMES;
 
 use super::metrics::{crafter_score, mean, percentile, standard_error};
@@ -114,6 +114,11 @@ pub struct Summary {
     pub achievement_rates: BTreeMap<String, f64>,
     /// Seeds of the episodes found.
     pub seeds: Vec<i64>,
+    /// What the run spent over every episode (completed, errored or stopped by a budget, and
+    /// earlier tries a rerun replaced) and every request, failed ones included; unlike the
+    /// metrics above it is not limited to completed episodes.
+    #[serde(default)]
+    pub spent: Spend,
 }
 
 fn sum_opt(mut values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
@@ -199,11 +204,12 @@ pub fn summarize(model: &str, episodes: &[EpisodeResult]) -> Summary {
         episode_wall_s: episodes.iter().map(|e| e.wall_s).sum(),
         achievement_rates: rates,
         seeds: episodes.iter().map(|e| e.seed).collect(),
+        spent: Spend::total(&episodes.iter().map(|e| e.spend_all()).collect::<Vec<_>>()),
     }
 }
 
 /// The CSV columns of `summary.csv` (one row per run).
-pub const SUMMARY_COLUMNS: [&str; 19] = [
+pub const SUMMARY_COLUMNS: [&str; 24] = [
     "model",
     "episodes",
     "completed",
@@ -223,6 +229,11 @@ pub const SUMMARY_COLUMNS: [&str; 19] = [
     "latency_p50_ms",
     "latency_p95_ms",
     "retries",
+    "spent_requests",
+    "spent_input_tokens",
+    "spent_output_tokens",
+    "spent_cost_usd",
+    "spent_retries",
 ];
 
 impl Summary {
@@ -249,6 +260,14 @@ impl Summary {
             format!("{:.1}", self.latency_p50_ms),
             format!("{:.1}", self.latency_p95_ms),
             self.retries.to_string(),
+            self.spent.requests.to_string(),
+            self.spent.input_tokens.to_string(),
+            self.spent.output_tokens.to_string(),
+            self.spent
+                .cost_usd
+                .map(|c| format!("{c:.6}"))
+                .unwrap_or_default(),
+            self.spent.retries.to_string(),
         ]
     }
 }

@@ -233,7 +233,15 @@ async fn budgets_stop_cleanly_and_a_warm_cache_replays_without_requests() {
             v.as_object_mut().unwrap().remove("wall_s");
             v
         };
-        assert_eq!(read("c1"), read("c2"), "seed {seed}");
+        let mut c1 = read("c1");
+        let mut c2 = read("c2");
+        let (s1, s2) = (take_spent(&mut c1), take_spent(&mut c2));
+        assert_eq!(c1, c2, "seed {seed}");
+        // The first run paid for its 3 turns; the replay sent nothing and spent nothing.
+        assert_eq!(s1["requests"], 3, "{s1}");
+        assert_eq!(s1["input_tokens"], 300, "{s1}");
+        assert_eq!(s2["requests"], 0, "{s2}");
+        assert_eq!(s2["input_tokens"], 0, "{s2}");
     }
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -311,4 +319,9 @@ async fn key_file_and_errors_exit_codes() {
     .await;
     assert_eq!(o.status.code(), Some(0));
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Remove and return an episode.json's `spent`.
+fn take_spent(episode: &mut Value) -> Value {
+    episode.as_object_mut().unwrap().remove("spent").unwrap()
 }

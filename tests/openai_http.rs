@@ -668,3 +668,30 @@ async fn mock_server_rejects_malformed_requests_and_forwards_errors() {
         .unwrap_err();
     assert!(matches!(err, ModelError::Connect(_)), "{err:?}");
 }
+
+/// Servers that write headers and body in two sends without TCP_NODELAY (Python's
+/// `http.server`) cost no delayed-ACK stall on plain HTTP: the client's connections ask for
+/// quick ACKs (Linux). The same bench with quick ACKs off shows the stall it avoids, so the
+/// server really is of that kind.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn two_write_servers_cost_no_delayed_ack_stall() {
+    use vlm_eval::model::http_bench::{bench_http, ServerWrites};
+    let rows = bench_http(20, 3).await.unwrap();
+    let row = |server, quickack| {
+        rows.iter()
+            .find(|r| r.server == server && r.quickack == quickack)
+            .unwrap()
+            .clone()
+    };
+    for server in [ServerWrites::Once, ServerWrites::Twice] {
+        // ≈ 0.1 ms on an idle loopback; 10 ms leaves room for a loaded machine.
+        let r = row(server, true);
+        assert!(r.p50_ms < 10.0, "{server:?} with quick ACKs: {r:?}");
+    }
+    let stalled = row(ServerWrites::Twice, false);
+    assert!(
+        stalled.p50_ms > 20.0,
+        "without quick ACKs the two-write server should stall (≈ 40 ms): {stalled:?}"
+    );
+}

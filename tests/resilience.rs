@@ -800,11 +800,15 @@ async fn a_run_with_faults_errors_only_the_poisoned_episode() {
         }
     }
     assert_eq!(server.poisoned_hits.load(Ordering::SeqCst), 4);
-    // Every injected fault cost exactly one retry of a turn that then succeeded.
+    // Every injected fault cost exactly one retry of a turn that then succeeded; the poisoned
+    // turn's 3 retries count too (a failed turn keeps its history).
     let injected = server.injected.load(Ordering::SeqCst);
     assert!(injected >= 10, "only {injected} faults injected");
     let retries: u32 = episodes.iter().map(|e| e.retries).sum();
-    assert_eq!(retries as usize, injected);
+    assert_eq!(retries as usize, injected + 3);
+    let poisoned = episodes.iter().find(|e| e.seed == POISONED_SEED).unwrap();
+    assert_eq!(poisoned.retries, 3);
+    assert_eq!(poisoned.spent.as_ref().unwrap().requests, 4);
     // Per-turn waits in the trajectory add up to the episodes' totals.
     let per_turn: f64 = lines
         .iter()
@@ -821,7 +825,8 @@ async fn a_run_with_faults_errors_only_the_poisoned_episode() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary, out.summary);
     assert_eq!((summary.errors, summary.completed), (1, 7));
-    assert_eq!(summary.retries as usize, injected);
+    assert_eq!(summary.retries as usize, injected + 3);
+    assert_eq!(summary.spent.retries as usize, injected + 3);
     assert!((summary.retry_wait_s - total / 1000.0).abs() < 1e-9);
     assert_eq!(limit.in_flight(), 0);
     let _ = std::fs::remove_dir_all(&dir);
@@ -853,6 +858,8 @@ fn old_episode_files_without_retry_wait_still_parse() {
         cost_usd: None,
         error: None,
         wall_s: 0.0,
+        spent: None,
+        spent_before: None,
     })
     .unwrap();
     assert_eq!(ep["retry_wait_ms"], 12.5);

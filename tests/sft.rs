@@ -459,6 +459,40 @@ fn missing_partial_corrupt_and_older_runs() {
     std::fs::remove_file(&frame).unwrap();
     fails(&[&tampered], &["seed_2/frames/step_0000.png", "missing"]);
 
+    // A trajectory's frame.path names a file inside the episode's frames/ folder, nothing else:
+    // a crafted path (with its sha256 removed, or matching) cannot pull another file into the
+    // export.
+    let escape = copy("escape");
+    let path = escape.join("episodes/seed_1/trajectory.jsonl");
+    let secret = d.join("secret.png");
+    std::fs::write(&secret, b"not for export").unwrap();
+    for bad in [
+        "../../../secret.png".to_string(),
+        secret.display().to_string(),
+        "frames/../../../../secret.png".to_string(),
+    ] {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut rows: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        rows[0]["frame"]["path"] = json!(bad);
+        rows[0]["frame"]["sent"] = json!(true);
+        rows[0]["frame"].as_object_mut().unwrap().remove("sha256");
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let o = export(&[&escape], &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("seed_1/trajectory.jsonl")
+                && e.contains("frames/<file>.png")
+                && e.trim().lines().count() == 1,
+            "{bad}: {e}"
+        );
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous\n");
+    }
+
     // Partial (interrupted) run: the unfinished episode is left out with a warning; a truncated
     // last trajectory line of a finished one is dropped.
     let partial = copy("partial");

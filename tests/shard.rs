@@ -174,6 +174,31 @@ fn three_shards_merged_equal_the_unsharded_run() {
     let o = merge(&shards, &shards[0], &["--force"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(shards[0].join("run.json").is_file());
+    // --force replaces only a run folder or an empty one: a folder of other files, or a file,
+    // is refused (exit 2, one line) and left as it was.
+    let other = d.join("not_a_run");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "keep me").unwrap();
+    let file = d.join("a_file.txt");
+    std::fs::write(&file, "keep me too").unwrap();
+    for target in [&other, &file] {
+        let o = merge(&shards, target, &["--force"]);
+        assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+        assert!(
+            err(&o).contains("not a run folder") && err(&o).trim().lines().count() == 1,
+            "{}",
+            err(&o)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(other.join("notes.txt")).unwrap(),
+        "keep me"
+    );
+    assert!(file.is_file());
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    ok(&merge(&shards, &empty, &["--force"]));
+    assert!(empty.join("run.json").is_file());
 }
 
 #[test]

@@ -11,6 +11,9 @@ use super::tools::{display_name, TOOL_NAME};
 const SYSTEM_TOOL: &str = include_str!("../../prompts/system_tool.txt");
 const SYSTEM_TEXT: &str = include_str!("../../prompts/system_text.txt");
 
+/// The file names `--prompts DIR` is read for.
+pub const PROMPT_FILES: [&str; 2] = ["system_tool.txt", "system_text.txt"];
+
 /// A problem with a prompt directory.
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
@@ -20,6 +23,9 @@ pub enum PromptError {
         path: String,
         source: std::io::Error,
     },
+    /// The directory holds none of the template files (a wrong folder, or misspelled names).
+    #[error("--prompts {dir} holds none of the files it reads ({files}); put at least one there or drop --prompts to use the built-in prompts")]
+    NoTemplates { dir: String, files: String },
     /// A template has a placeholder we do not know.
     #[error("prompt template {path} uses unknown placeholder {{{name}}} (known: action_list, tool_name, max_actions)")]
     Placeholder { path: String, name: String },
@@ -70,7 +76,7 @@ impl Prompts {
     }
 
     /// Templates from a directory: `system_tool.txt` and `system_text.txt`; a missing file
-    /// keeps the built-in one.
+    /// keeps the built-in one, but a directory with none of them is an error.
     pub fn load(dir: &Path) -> Result<Prompts, PromptError> {
         let mut p = Prompts::builtin();
         if !dir.is_dir() {
@@ -79,10 +85,14 @@ impl Prompts {
                 source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
             });
         }
-        for (file, slot) in [
-            ("system_tool.txt", &mut p.system_tool),
-            ("system_text.txt", &mut p.system_text),
-        ] {
+        if !PROMPT_FILES.iter().any(|f| dir.join(f).exists()) {
+            return Err(PromptError::NoTemplates {
+                dir: dir.display().to_string(),
+                files: PROMPT_FILES.join(", "),
+            });
+        }
+        let [tool, text] = PROMPT_FILES;
+        for (file, slot) in [(tool, &mut p.system_tool), (text, &mut p.system_text)] {
             let path = dir.join(file);
             if path.exists() {
                 *slot = std::fs::read_to_string(&path).map_err(|source| PromptError::Read {
@@ -179,6 +189,17 @@ mod tests {
             "{err}"
         );
         assert!(Prompts::load(&dir.join("missing")).is_err());
+        // A folder with none of the files (say, misspelled names) is refused, naming them.
+        let empty = dir.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        std::fs::write(empty.join("system-tool.txt"), "x").unwrap();
+        let err = Prompts::load(&empty).unwrap_err();
+        assert!(matches!(err, PromptError::NoTemplates { .. }));
+        let err = err.to_string();
+        assert!(
+            err.contains("system_tool.txt, system_text.txt") && err.contains("holds none"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -10,6 +10,7 @@ use crate::report::compare::{
     achievement_table, group_runs, main_tables, paired, paired_csv, paired_table, parse_columns,
     protocol_marks, GroupBy, Table, NOISE_NOTE,
 };
+use crate::report::spend::spend_tables;
 use crate::report::stats::DEFAULT_RESAMPLES;
 use crate::results::run::open_run;
 
@@ -30,8 +31,11 @@ work; unfinished episodes are counted and reported. Rows whose protocol (preset,
 layout, observation format, reply protocol, modality, image size, textures, history, prompt \
 hash; from run.json) differs from the first row's are marked in a `protocol` column and named \
 on a `protocol:` line under the table. With --csv FILE the main table goes to \
-FILE, the --achievements matrix to FILE's stem + `.achievements.csv` and the --paired table to \
-stem + `.paired.csv` (e.g. cmp.csv, cmp.achievements.csv, cmp.paired.csv)."
+FILE, the spend table to FILE's stem + `.spend.csv`, the --achievements matrix to stem + \
+`.achievements.csv` and the --paired table to stem + `.paired.csv` (e.g. cmp.csv, \
+cmp.spend.csv, cmp.achievements.csv, cmp.paired.csv). The metrics are over completed episodes; \
+the spend table counts every request of every episode (errored and budget-stopped ones, failed \
+attempts and earlier tries a rerun replaced included)."
 )]
 pub struct CompareArgs {
     /// Run folders (results/<run>); with --paired the first is the reference.
@@ -157,8 +161,14 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
     if groups.iter().any(|g| g.summary.completed <= 20) && !a.paired {
         println!("note: {NOISE_NOTE}");
     }
+    let (spend_shown, spend_csv) = spend_tables(&groups, by);
+    println!(
+        "\nspent (every request of every episode, errored and budget-stopped ones included)\n{}",
+        render(&spend_shown)
+    );
     if let Some(path) = &a.csv {
         write_table_csv(path, &csv)?;
+        write_table_csv(&sibling(path, "spend"), &spend_csv)?;
     }
     if a.achievements {
         let t = achievement_table(&groups);

@@ -16,7 +16,7 @@ pub struct MergeArgs {
     /// The new run folder to create.
     #[arg(long)]
     pub out: PathBuf,
-    /// Replace --out if it exists.
+    /// Replace --out if it exists: only an earlier run folder (with run.json) or an empty folder.
     #[arg(long)]
     pub force: bool,
 }

@@ -96,6 +96,12 @@ pub enum BenchCommand {
     /// Start-up time: from starting `vlm-eval run` to its first model request, with textures in
     /// the cache, in $CRAFTER_ASSETS, and the old empty-cache path for reference.
     Startup(bench::startup::BenchStartupArgs),
+    /// Reply parser cost on adversarial shapes (repeated markers, deep brackets, escapes, many
+    /// tool calls), in ms per 100 KB, with and without the reply bound.
+    Parse(bench::parse::BenchParseArgs),
+    /// OpenAI client overhead per call on loopback against a server writing its answer once
+    /// and one writing headers and body separately without TCP_NODELAY, quick ACKs on and off.
+    Http(bench::http::BenchHttpArgs),
 }
 
 /// `vlm-eval assets …`
@@ -161,6 +167,8 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Bench(BenchCommand::Local(a)) => bench::local::cmd_bench_local(a),
         Command::Bench(BenchCommand::Parity(a)) => bench::local::cmd_bench_parity(a),
         Command::Bench(BenchCommand::Startup(a)) => bench::startup::cmd_bench_startup(a),
+        Command::Bench(BenchCommand::Parse(a)) => bench::parse::cmd_bench_parse(a),
+        Command::Bench(BenchCommand::Http(a)) => bench::http::cmd_bench_http(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => assets::cmd_fetch(dest.as_deref()),
         Command::Assets(AssetsCommand::Which { assets }) => assets::cmd_which(assets.as_deref()),
         Command::ExportSft(a) => export_sft::cmd_export_sft(a),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::crafter::trace::sha256_hex;
-use crate::model::{ChatModel, ChatReply, ChatRequest, ModelError, Part, ToolCall, Usage};
+use crate::model::{CallFailure, ChatModel, ChatReply, ChatRequest, Part, ToolCall, Usage};
 
 use crate::results::store::write_json;
 
@@ -78,14 +78,15 @@ impl ResponseCache {
         (sha256_hex(material.to_string().as_bytes()), material)
     }
 
-    /// The cached reply, or the model's (stored on success). Returns whether it was a hit.
+    /// The cached reply, or the model's (stored on success). Returns whether it was a hit; a
+    /// hit sends no request, so its reply has no attempts.
     pub async fn chat(
         &self,
         model: &dyn ChatModel,
         request: &ChatRequest,
         seed: i64,
         turn: u32,
-    ) -> Result<(ChatReply, bool), ModelError> {
+    ) -> Result<(ChatReply, bool), CallFailure> {
         let (key, material) = self.key(request, seed, turn);
         let path = self.dir.join(&key[..2]).join(format!("{key}.json"));
         if let Ok(text) = std::fs::read_to_string(&path) {
@@ -105,7 +106,7 @@ impl ResponseCache {
                 }
             }
         }
-        let reply = model.chat(request).await?;
+        let reply = model.chat_traced(request).await?;
         let entry = Entry {
             key_material: material,
             text: reply.text.clone(),

@@ -14,6 +14,7 @@ use crate::agent::parse::Outcome;
 use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
 use crate::model::{ChatModel, ChatReply};
+use crate::results::formats::Spend;
 
 use super::budget::Budget;
 use super::cache::ResponseCache;
@@ -76,6 +77,8 @@ pub async fn run_episode(
     mut on_turn: impl FnMut(u32, &[usize]),
 ) -> Result<EpisodeResult, StoreError> {
     let started = Instant::now();
+    // A rerun replaces an errored or budget-stopped try of this seed: keep what it spent.
+    let spent_before = previous_spend(store, seed);
     let mut writer = store.start_episode(seed)?;
     let env_cfg = EnvConfig {
         seed,
@@ -107,6 +110,7 @@ pub async fn run_episode(
     let (mut ret, mut turns) = (0.0f64, 0u32);
     let (mut invalid, mut unknown, mut truncated, mut retries) = (0u32, 0u32, 0u32, 0u32);
     let mut retry_wait_ms = 0.0f64;
+    let mut spent = Spend::default();
     let (mut input_tokens, mut output_tokens) = (None, None);
     let mut latencies = Vec::new();
     let mut termination = Termination::TurnBudget;
@@ -123,19 +127,42 @@ pub async fn run_episode(
         let sent_frame = frame.clone();
         let answer = match &cfg.cache {
             Some(cache) => cache.chat(model, request, seed, turn).await,
-            None => model.chat(request).await.map(|r| (r, false)),
+            None => model.chat_traced(request).await.map(|r| (r, false)),
         };
         let (reply, cache_hit) = match answer {
             Ok(r) => r,
-            Err(e) => {
+            Err(failure) => {
+                // The failed turn's attempts were sent (and maybe billed): count them.
+                let before = spent.clone();
+                count_attempts(&mut spent, &failure.attempts);
+                charge(cfg, &before, &spent);
+                retries += failure.retries();
+                retry_wait_ms += failure.retry_wait_ms();
                 termination = Termination::Error;
-                error = Some(format!("turn {turn}: {e}"));
-                writer.append(&json!({"turn": turn, "step": step_before, "observation": observation, "error": e.to_string()}))?;
+                error = Some(format!("turn {turn}: {}", failure.error));
+                writer.append(&json!({
+                    "turn": turn,
+                    "step": step_before,
+                    "observation": observation,
+                    "error": failure.error.to_string(),
+                    "retries": failure.retries(),
+                    "retry_wait_ms": failure.retry_wait_ms(),
+                    "attempts": failure.attempts,
+                }))?;
                 break;
             }
         };
         turns += 1;
-        cfg.budget.add(&reply.usage, cfg.prices);
+        let before = spent.clone();
+        if !cache_hit {
+            if reply.attempts.is_empty() {
+                // An in-process model: its reply is the one answer.
+                spent.add_usage(reply.usage.input_tokens, reply.usage.output_tokens);
+            } else {
+                count_attempts(&mut spent, &reply.attempts);
+            }
+        }
+        charge(cfg, &before, &spent);
         retries += reply.retries;
         retry_wait_ms += reply.retry_wait_ms;
         latencies.push(reply.latency_ms);
@@ -220,6 +247,7 @@ pub async fn run_episode(
             "retries": reply.retries,
             "cache_hit": cache_hit,
             "retry_wait_ms": reply.retry_wait_ms,
+            "attempts": (reply.retries > 0).then_some(&reply.attempts),
         });
         if let Some(b) = &prompted.balrog {
             line["balrog"] = json!(b);
@@ -262,7 +290,36 @@ pub async fn run_episode(
         cost_usd,
         error,
         wall_s: started.elapsed().as_secs_f64(),
+        spent: Some(spent.priced(cfg.prices)),
+        spent_before,
     };
     writer.finish(&result).await?;
     Ok(result)
+}
+
+/// Count the HTTP attempts of one model call (every attempt after the first is a retry).
+fn count_attempts(spent: &mut Spend, attempts: &[crate::model::Attempt]) {
+    for (i, a) in attempts.iter().enumerate() {
+        let usage = a.usage.as_ref().map(|u| (u.input_tokens, u.output_tokens));
+        spent.add_request(i > 0, usage, a.error.is_none());
+    }
+}
+
+/// Charge the run's budget with what one call added to the episode's spend.
+fn charge(cfg: &EpisodeConfig, before: &Spend, after: &Spend) {
+    cfg.budget.add(
+        &crate::model::Usage {
+            input_tokens: Some(after.input_tokens - before.input_tokens),
+            output_tokens: Some(after.output_tokens - before.output_tokens),
+        },
+        cfg.prices,
+    );
+}
+
+/// What earlier tries of this seed spent, from the episode.json a rerun replaces.
+fn previous_spend(store: &RunDir, seed: i64) -> Option<Spend> {
+    let text = std::fs::read_to_string(store.episode_json(seed)).ok()?;
+    let old: EpisodeResult = serde_json::from_str(&text).ok()?;
+    let before = old.spent_before.clone();
+    Some(Spend::total(before.iter().chain([&old.spend()])))
 }

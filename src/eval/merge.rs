@@ -205,12 +205,19 @@ fn prepare_out(inputs: &[PathBuf], out: &Path, force: bool) -> Result<(), MergeE
                 out.display()
             )));
         }
-        let removed = if out.is_dir() {
-            fs::remove_dir_all(out)
-        } else {
-            fs::remove_file(out)
-        };
-        removed.map_err(|e| io_err(out, e))?;
+        // --force replaces an earlier merged (or other) run folder, or an empty folder; never
+        // a folder that is not a run, nor a file, whatever path was typed.
+        let replaceable = out.is_dir()
+            && !out.is_symlink()
+            && (out.join("run.json").is_file()
+                || fs::read_dir(out).is_ok_and(|mut d| d.next().is_none()));
+        if !replaceable {
+            return Err(MergeError::Out(format!(
+                "--out {} is not a run folder (no run.json): --force replaces only an earlier run folder or an empty folder; choose a new folder",
+                out.display()
+            )));
+        }
+        fs::remove_dir_all(out).map_err(|e| io_err(out, e))?;
     }
     Ok(())
 }

@@ -144,6 +144,7 @@ fn chat_reply(
         latency_ms: 0.0,
         retries: 0,
         retry_wait_ms: 0.0,
+        attempts: Vec::new(),
         raw,
     }
 }

@@ -2,7 +2,9 @@
 //! with text and image parts, tools, sampling options → text, tool calls, usage, latency).
 //! A backend never sees the game.
 
+pub mod attempts;
 pub mod baseline;
+pub mod http_bench;
 pub mod limit;
 pub mod local;
 pub mod mock;
@@ -14,6 +16,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use attempts::{Attempt, CallFailure, Wait};
 
 /// A message's author.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +160,9 @@ pub struct ChatReply {
     pub retries: u32,
     /// Time spent waiting between attempts (backoff and `Retry-After`), milliseconds.
     pub retry_wait_ms: f64,
+    /// Every HTTP attempt of the call, the successful one last (empty for models that make
+    /// no HTTP requests).
+    pub attempts: Vec<Attempt>,
     /// The raw response body (for the trajectory log).
     pub raw: Value,
 }
@@ -190,6 +197,14 @@ pub trait ChatModel: Send + Sync {
     /// Answer one request.
     fn chat<'a>(&'a self, request: &'a ChatRequest)
         -> BoxFuture<'a, Result<ChatReply, ModelError>>;
+    /// Answer one request; a failure keeps the attempts it made (their retries, waits and
+    /// billed usage). Models that make no HTTP requests keep the default.
+    fn chat_traced<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatReply, CallFailure>> {
+        Box::pin(async move { self.chat(request).await.map_err(CallFailure::from) })
+    }
     /// The current limit on requests in flight, for models that adapt one (for display).
     fn concurrency_limit(&self) -> Option<usize> {
         None

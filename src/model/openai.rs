@@ -10,8 +10,13 @@
 //! short body excerpt, whatever the body looks like; the stock client would lose the status
 //! for any body that is not `{"error":{…,"code":"<string>"}}`. Retries (429, 408, 409, 5xx,
 //! connection errors, timeouts) are done here with capped exponential backoff and full jitter;
-//! every wait (backoff or `Retry-After`) is capped by `max_retry_wait`, and an optional
-//! `turn_deadline` bounds one call with all its attempts and waits. With an
+//! every wait is capped by `max_retry_wait`, and an optional `turn_deadline` bounds one call
+//! with all its attempts and waits. A wait follows the largest applicable retry hint of the
+//! answer (`retry-after` in seconds or as a date, `retry-after-ms`, LiteLLM's
+//! `llm_provider-retry-after`, OpenAI's `x-ratelimit-reset-*`; see [`retry_hint`]) exactly;
+//! backoff with jitter is used only when no hint came. Every attempt is recorded
+//! ([`Attempt`]: status, error, time, billed usage, the wait after it and the hint it
+//! followed), on success in [`ChatReply::attempts`] and on failure in [`CallFailure`]. With an
 //! [`AdaptiveLimit`], every attempt holds one of its permits while in flight; a 429 halves the
 //! limit and successes grow it back. The API key never appears in `Debug` output or in any
 //! error message.
@@ -20,7 +25,7 @@
 //!
 //! | fault | retried | final error |
 //! |---|---|---|
-//! | 429, 408, 409, 5xx | yes (after `Retry-After` or backoff, capped) | `Http { status }` |
+//! | 429, 408, 409, 5xx | yes (after the retry hint or backoff, capped) | `Http { status }` |
 //! | other 4xx | no | `Http { status }` |
 //! | attempt longer than `request_timeout` | yes | `Timeout(request_timeout)` |
 //! | connection refused / reset / closed before the answer | yes | `Connect` |
@@ -30,7 +35,7 @@
 //! | `turn_deadline` passed (or the next wait would pass it) | no | `Timeout(turn_deadline)` |
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -42,17 +47,23 @@ use async_openai::Client;
 use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::Value;
 
+use super::attempts::{retries, waited_ms};
 use super::limit::AdaptiveLimit;
-use super::{BoxFuture, ChatModel, ChatReply, ChatRequest, ModelError};
+use super::{Attempt, BoxFuture, CallFailure, ChatModel, ChatReply, ChatRequest, ModelError, Wait};
 
 mod errors;
+mod quickack;
+pub mod retry_hint;
 mod wire;
 
 pub use errors::{error_excerpt, is_retryable_status, HttpFailure, EXCERPT_CHARS};
+pub use retry_hint::RetryHint;
 pub use wire::{arguments_string, parse_response, png_data_url, request_body, tools_json};
 
-use errors::{excerpt_text, retry_after, truncate};
-use wire::parse_detail;
+use errors::{excerpt_text, truncate};
+use quickack::{proxy_in_env, QuickAckClient};
+use retry_hint::retry_hint;
+use wire::{parse_detail, response_usage};
 
 /// Default of [`OpenAiConfig::max_retry_wait`]: the longest wait between attempts.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -95,12 +106,21 @@ pub struct OpenAiConfig {
     /// Send every message's content as a list of parts, text ones included (BALROG's client
     /// does); otherwise a text-only message's content is a plain string.
     pub content_parts: bool,
+    /// Appended to the final error of a call refused with 401/403 (or LiteLLM's "No connected
+    /// db"), and, while no key is sent, to any error status before a call has succeeded: says
+    /// whether a key was sent, from where, and how to set one (never the key itself).
+    pub auth_hint: Option<String>,
+    /// On plain `http://` endpoints, acknowledge every read at once (`TCP_QUICKACK`, Linux),
+    /// so servers that write headers and body separately without `TCP_NODELAY` do not stall
+    /// each keep-alive call for a delayed ACK (see `quickack.rs`). Ignored with an HTTP proxy
+    /// in the environment.
+    pub quickack: bool,
 }
 
 impl OpenAiConfig {
     /// A config with defaults: no key, 60 s per attempt, 3 retries, `max_completion_tokens`,
     /// `tool_choice` sent, no extra headers, image detail omitted, no adaptive limit, waits
-    /// capped at 60 s, no turn deadline.
+    /// capped at 60 s, no turn deadline, no auth hint, quick ACKs on plain HTTP.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiConfig {
         OpenAiConfig {
             base_url: base_url.into(),
@@ -116,6 +136,8 @@ impl OpenAiConfig {
             max_retry_wait: MAX_RETRY_AFTER,
             turn_deadline: None,
             content_parts: false,
+            auth_hint: None,
+            quickack: true,
         }
     }
 }
@@ -136,6 +158,8 @@ impl fmt::Debug for OpenAiConfig {
             .field("adaptive", &self.adaptive)
             .field("max_retry_wait", &self.max_retry_wait)
             .field("turn_deadline", &self.turn_deadline)
+            .field("auth_hint", &self.auth_hint)
+            .field("quickack", &self.quickack)
             .finish()
     }
 }
@@ -145,6 +169,8 @@ pub struct OpenAiModel {
     config: OpenAiConfig,
     client: Client<OpenAIConfig>,
     jitter: AtomicU64,
+    /// A call has succeeded (the no-key hint is for errors before that).
+    answered: AtomicBool,
 }
 
 impl fmt::Debug for OpenAiModel {
@@ -195,9 +221,10 @@ impl OpenAiModel {
                 .map_err(|_| ModelError::Config(format!("invalid value for header {name:?}")))?;
         }
 
+        let connect_timeout = config.request_timeout.min(Duration::from_secs(10));
         let mut builder = reqwest::Client::builder()
             .timeout(config.request_timeout)
-            .connect_timeout(config.request_timeout.min(Duration::from_secs(10)));
+            .connect_timeout(connect_timeout);
         if is_plain_http(&config.base_url) {
             // A plain-HTTP endpoint (a local server) needs no certificate store: loading the
             // system's roots costs ~5-10 ms of every start. HTTPS stays refused (no roots).
@@ -206,8 +233,11 @@ impl OpenAiModel {
         let http = builder
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build HTTP client: {e}")))?;
+        let quick = (config.quickack && is_plain_http(&config.base_url) && !proxy_in_env())
+            .then(|| QuickAckClient::new(connect_timeout));
         let transport = Transport {
             http: http.clone(),
+            quick,
             api_key: config.api_key.clone(),
         };
         // with_http_client first: calling it after with_http_service would reinstall the
@@ -223,6 +253,7 @@ impl OpenAiModel {
             config,
             client,
             jitter: AtomicU64::new(seed),
+            answered: AtomicBool::new(false),
         })
     }
 
@@ -232,20 +263,19 @@ impl OpenAiModel {
     }
 
     /// One request with retries, under the adaptive limit and the turn deadline if set.
-    async fn call(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+    async fn call(&self, request: &ChatRequest) -> Result<ChatReply, CallFailure> {
         let body = request_body(&self.config, request)?;
         let started = Instant::now();
         let deadline = self
             .config
             .turn_deadline
             .map(|d| tokio::time::Instant::now() + d);
-        let mut retries = 0u32;
-        let mut waited = Duration::ZERO;
+        let mut attempts: Vec<Attempt> = Vec::new();
         loop {
             let permit = match &self.config.adaptive {
                 Some(limit) => match within(deadline, limit.acquire()).await {
                     Some(permit) => Some(permit),
-                    None => return Err(self.deadline_passed(retries)),
+                    None => return Err(self.deadline_passed(attempts)),
                 },
                 None => None,
             };
@@ -254,25 +284,53 @@ impl OpenAiModel {
             let attempt_limit = left.map_or(self.config.request_timeout, |l| {
                 l.min(self.config.request_timeout)
             });
-            let attempt = tokio::time::timeout(
+            let sent = Instant::now();
+            let outcome = tokio::time::timeout(
                 attempt_limit,
                 self.client.chat().create_byot::<_, Value>(&body),
             )
             .await;
-            let failure = match attempt {
+            let ms = sent.elapsed().as_secs_f64() * 1000.0;
+            let failure = match outcome {
                 Ok(Ok(value)) => {
                     if let Some(permit) = permit {
                         permit.succeeded();
                     }
-                    let mut reply = parse_response(value).map_err(|e| self.redact_error(e))?;
-                    reply.retries = retries;
-                    reply.retry_wait_ms = waited.as_secs_f64() * 1000.0;
-                    reply.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-                    return Ok(reply);
+                    let usage = response_usage(&value);
+                    return match parse_response(value) {
+                        Ok(mut reply) => {
+                            self.answered.store(true, Ordering::Relaxed);
+                            attempts.push(Attempt {
+                                ms,
+                                usage,
+                                ..Attempt::default()
+                            });
+                            reply.retries = retries(&attempts);
+                            reply.retry_wait_ms = waited_ms(&attempts);
+                            reply.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+                            reply.attempts = attempts;
+                            Ok(reply)
+                        }
+                        Err(e) => {
+                            let error = self.redact_error(e);
+                            attempts.push(Attempt {
+                                error: Some(error.to_string()),
+                                ms,
+                                usage,
+                                ..Attempt::default()
+                            });
+                            Err(CallFailure { error, attempts })
+                        }
+                    };
                 }
                 Ok(Err(e)) => classify(e, self.config.api_key.as_deref()),
                 Err(_) if attempt_limit < self.config.request_timeout => {
-                    return Err(self.deadline_passed(retries));
+                    attempts.push(Attempt {
+                        error: Some("cut by the turn deadline".into()),
+                        ms,
+                        ..Attempt::default()
+                    });
+                    return Err(self.deadline_passed(attempts));
                 }
                 Err(_) => Failure::Timeout,
             };
@@ -288,51 +346,107 @@ impl OpenAiModel {
                 }
                 other => drop(other),
             }
+            // Retries made before this attempt (its index).
+            let retries = attempts.len() as u32;
+            attempts.push(Attempt {
+                status: failure.status(),
+                error: Some(self.redact(&failure.to_string())),
+                ms,
+                usage: failure.usage(),
+                wait: None,
+            });
             if retries < self.config.max_retries && failure.retryable() {
-                let delay = self.backoff(retries, failure.retry_after());
+                let (delay, mut wait) = self.wait_for(retries, failure.hint());
                 if deadline.is_some_and(|d| tokio::time::Instant::now() + delay >= d) {
-                    return Err(self.deadline_passed(retries));
+                    return Err(self.deadline_passed(attempts));
                 }
                 tracing::debug!(
                     model = %self.config.model,
                     retry = retries + 1,
                     delay_ms = delay.as_millis() as u64,
+                    after = %wait.after,
                     error = %self.redact(&failure.to_string()),
                     "retrying chat request"
                 );
                 let slept = Instant::now();
                 tokio::time::sleep(delay).await;
-                waited += slept.elapsed();
-                retries += 1;
+                wait.ms = slept.elapsed().as_secs_f64() * 1000.0;
+                if let Some(last) = attempts.last_mut() {
+                    last.wait = Some(wait);
+                }
                 continue;
             }
             let error = failure.into_model_error(self.config.request_timeout, retries);
-            return Err(self.redact_error(error));
+            let error = self.with_auth_hint(self.redact_error(error));
+            return Err(CallFailure { error, attempts });
         }
     }
 
-    /// The error for a call that ran out of its turn deadline.
-    fn deadline_passed(&self, retries: u32) -> ModelError {
+    /// The failure of a call that ran out of its turn deadline.
+    fn deadline_passed(&self, attempts: Vec<Attempt>) -> CallFailure {
         let limit = self.config.turn_deadline.unwrap_or_default();
         tracing::debug!(
             model = %self.config.model,
-            retries,
+            retries = retries(&attempts),
             deadline_s = limit.as_secs_f64(),
             "turn deadline passed"
         );
-        ModelError::Timeout(limit.as_secs_f64())
+        CallFailure {
+            error: ModelError::Timeout(limit.as_secs_f64()),
+            attempts,
+        }
     }
 
-    /// Delay before retry number `retry_index + 1`.
-    fn backoff(&self, retry_index: u32, retry_after: Option<Duration>) -> Duration {
-        let wait = match retry_after {
-            Some(wait) => wait,
-            None => BACKOFF_BASE
-                .saturating_mul(1u32 << retry_index.min(16))
-                .min(BACKOFF_CAP)
-                .mul_f64(self.next_unit()),
+    /// The auth hint appended to an HTTP error that calls for it (see
+    /// [`OpenAiConfig::auth_hint`]).
+    fn with_auth_hint(&self, error: ModelError) -> ModelError {
+        let Some(hint) = &self.config.auth_hint else {
+            return error;
         };
-        wait.min(self.config.max_retry_wait)
+        match error {
+            ModelError::Http { status, message }
+                if matches!(status, 401 | 403)
+                    || message.contains("No connected db")
+                    || (self.config.api_key.is_none()
+                        && !self.answered.load(Ordering::Relaxed)) =>
+            {
+                ModelError::Http {
+                    status,
+                    message: format!("{message}; {hint}"),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Delay before retry number `retry_index + 1`, and how it was chosen: the hint exactly
+    /// (capped by `max_retry_wait`), else backoff with full jitter.
+    fn wait_for(&self, retry_index: u32, hint: Option<RetryHint>) -> (Duration, Wait) {
+        let max = self.config.max_retry_wait;
+        match hint {
+            Some(h) => (
+                h.wait.min(max),
+                Wait {
+                    ms: 0.0,
+                    after: h.header.to_string(),
+                    hint_ms: Some(h.wait.as_secs_f64() * 1000.0),
+                    capped: h.wait > max,
+                },
+            ),
+            None => (
+                BACKOFF_BASE
+                    .saturating_mul(1u32 << retry_index.min(16))
+                    .min(BACKOFF_CAP)
+                    .mul_f64(self.next_unit())
+                    .min(max),
+                Wait {
+                    ms: 0.0,
+                    after: "backoff".into(),
+                    hint_ms: None,
+                    capped: false,
+                },
+            ),
+        }
     }
 
     /// Uniform in [0, 1) from a splitmix64 stream.
@@ -375,6 +489,13 @@ impl ChatModel for OpenAiModel {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatReply, ModelError>> {
+        Box::pin(async move { self.call(request).await.map_err(|f| f.error) })
+    }
+
+    fn chat_traced<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatReply, CallFailure>> {
         Box::pin(self.call(request))
     }
 
@@ -398,6 +519,8 @@ async fn within<T>(
 #[derive(Clone)]
 struct Transport {
     http: reqwest::Client,
+    /// Plain-HTTP requests go through this when set (quick ACKs).
+    quick: Option<QuickAckClient>,
     /// `None`: strip the `Authorization` header. Also redacted from error bodies before they
     /// are cut, so a truncated echo cannot leak part of it.
     api_key: Option<String>,
@@ -414,26 +537,38 @@ impl tower::Service<HttpRequestFactory> for Transport {
 
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
         let http = self.http.clone();
+        let quick = self.quick.clone();
         let api_key = self.api_key.clone();
         Box::pin(async move {
             let mut request = factory.build().await?;
             if api_key.is_none() {
                 request.headers_mut().remove(AUTHORIZATION);
             }
-            let response = http.execute(request).await?;
+            let response = match quick {
+                Some(quick) if request.url().scheme() == "http" => {
+                    quick.execute(request).await.map_err(OpenAIError::Boxed)?
+                }
+                _ => http.execute(request).await?,
+            };
             let status = response.status();
             if status.is_success() {
                 return Ok(response);
             }
-            let retry_after = retry_after(response.headers());
-            let body = match response.bytes().await {
-                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            let hint = retry_hint(response.headers(), SystemTime::now());
+            let (body, usage) = match response.bytes().await {
+                Ok(bytes) => (
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    serde_json::from_slice::<Value>(&bytes)
+                        .ok()
+                        .and_then(|v| response_usage(&v)),
+                ),
                 Err(e) if e.is_timeout() => return Err(OpenAIError::Reqwest(e)),
-                Err(_) => "<body unreadable>".to_string(),
+                Err(_) => ("<body unreadable>".to_string(), None),
             };
             Err(OpenAIError::Boxed(Box::new(HttpFailure {
                 status: status.as_u16(),
-                retry_after,
+                hint,
+                usage,
                 excerpt: error_excerpt(&redact(&body, api_key.as_deref())),
             })))
         })
@@ -474,9 +609,23 @@ impl Failure {
         matches!(self, Failure::Http(h) if h.status == 429)
     }
 
-    fn retry_after(&self) -> Option<Duration> {
+    fn hint(&self) -> Option<RetryHint> {
         match self {
-            Failure::Http(h) => h.retry_after,
+            Failure::Http(h) => h.hint,
+            _ => None,
+        }
+    }
+
+    fn status(&self) -> Option<u16> {
+        match self {
+            Failure::Http(h) => Some(h.status),
+            _ => None,
+        }
+    }
+
+    fn usage(&self) -> Option<crate::model::Usage> {
+        match self {
+            Failure::Http(h) => h.usage,
             _ => None,
         }
     }
@@ -539,7 +688,8 @@ fn classify(error: OpenAIError, api_key: Option<&str>) -> Failure {
         )),
         OpenAIError::ApiError(api) => Failure::Http(HttpFailure {
             status: api.status_code.as_u16(),
-            retry_after: None,
+            hint: None,
+            usage: None,
             excerpt: excerpt_text(&redact(&api.api_error.message, api_key)),
         }),
         OpenAIError::InvalidArgument(m) => Failure::Config(clean(&m)),
@@ -620,18 +770,26 @@ mod tests {
     fn backoff_is_jittered_and_capped() {
         let model = OpenAiModel::new(config()).unwrap();
         for i in 0..40 {
-            let d = model.backoff(i % 8, None);
+            let (d, wait) = model.wait_for(i % 8, None);
             let ceiling = BACKOFF_BASE.saturating_mul(1 << (i % 8)).min(BACKOFF_CAP);
             assert!(d <= ceiling);
+            assert_eq!((wait.after.as_str(), wait.hint_ms), ("backoff", None));
         }
-        assert_eq!(
-            model.backoff(0, Some(Duration::from_secs(600))),
-            MAX_RETRY_AFTER
-        );
-        assert_eq!(
-            model.backoff(3, Some(Duration::from_secs(2))),
-            Duration::from_secs(2)
-        );
+        let hint = |secs: u64| RetryHint {
+            header: "llm_provider-retry-after",
+            wait: Duration::from_secs(secs),
+        };
+        let (d, wait) = model.wait_for(0, Some(hint(600)));
+        assert_eq!(d, MAX_RETRY_AFTER);
+        assert!(wait.capped);
+        assert_eq!(wait.hint_ms, Some(600_000.0));
+        // A hint is followed exactly, with no jitter, whatever the retry number.
+        for i in 0..5 {
+            let (d, wait) = model.wait_for(i, Some(hint(2)));
+            assert_eq!(d, Duration::from_secs(2));
+            assert_eq!(wait.after, "llm_provider-retry-after");
+            assert!(!wait.capped);
+        }
         let units: Vec<f64> = (0..100).map(|_| model.next_unit()).collect();
         assert!(units.iter().all(|u| (0.0..1.0).contains(u)));
         assert!(units.iter().any(|u| *u > 0.5) && units.iter().any(|u| *u < 0.5));

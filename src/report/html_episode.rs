@@ -225,12 +225,9 @@ fn termination_name(ep: &EpisodeResult) -> String {
 /// A safe frame path from a trajectory line: `frame.path` when it is a plain
 /// `frames/<file>.png`, else the name derived from the line's step.
 fn turn_frame(line: &Value) -> (Option<String>, Option<bool>) {
-    let given = line["frame"]["path"].as_str().filter(|p| {
-        p.starts_with("frames/")
-            && p.ends_with(".png")
-            && !p.contains("..")
-            && !p["frames/".len()..].contains(['/', '\\'])
-    });
+    let given = line["frame"]["path"]
+        .as_str()
+        .filter(|p| crate::results::run::is_frame_rel(p));
     let rel = given
         .map(str::to_string)
         .or_else(|| line["step"].as_u64().map(frame_rel));

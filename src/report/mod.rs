@@ -8,5 +8,6 @@ pub mod html;
 mod html_episode;
 pub mod protocol;
 pub mod sft;
+pub mod spend;
 pub mod stats;
 pub mod svg;

@@ -177,6 +177,12 @@ fn frame_url(run: &RunData, seed: i64, t: &Value, line: usize) -> Result<String,
     let rel = t["frame"]["path"]
         .as_str()
         .ok_or_else(|| corrupt(&traj, format!("line {line}: frame.path is missing")))?;
+    if !crate::results::run::is_frame_rel(rel) {
+        return Err(corrupt(
+            &traj,
+            format!("line {line}: frame.path {rel:?} is not frames/<file>.png inside the episode folder"),
+        ));
+    }
     let path = dir.join(rel);
     let png = std::fs::read(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => corrupt(

@@ -131,6 +131,111 @@ pub struct EpisodeResult {
     pub error: Option<String>,
     /// Wall time of the episode, seconds.
     pub wall_s: f64,
+    /// What the episode spent: every HTTP request, failed turns and billed failed attempts
+    /// included (absent in files from before it existed; see [`EpisodeResult::spend`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<Spend>,
+    /// What earlier tries of this seed spent (errored or budget-stopped episodes that a rerun
+    /// of the run folder replaced); absent when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent_before: Option<Spend>,
+}
+
+impl EpisodeResult {
+    /// Everything spent on this seed: this try and the earlier ones it replaced.
+    pub fn spend_all(&self) -> Spend {
+        let this = self.spend();
+        Spend::total(self.spent_before.iter().chain([&this]))
+    }
+
+    /// What this try of the episode spent: `spent` when recorded, else what older files allow to
+    /// reconstruct (one request per turn plus retries, the turns' tokens and cost).
+    pub fn spend(&self) -> Spend {
+        self.spent.clone().unwrap_or_else(|| Spend {
+            requests: self.turns as u64
+                + self.retries as u64
+                + u64::from(self.termination == Termination::Error),
+            input_tokens: self.input_tokens.unwrap_or(0),
+            output_tokens: self.output_tokens.unwrap_or(0),
+            cost_usd: self.cost_usd,
+            retries: self.retries as u64,
+            replies_without_usage: 0,
+        })
+    }
+}
+
+/// Spend: requests sent and what they were billed, over everything that was sent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spend {
+    /// HTTP requests sent, retries included (replies replayed from `--cache` send none).
+    pub requests: u64,
+    /// Prompt tokens billed: the usage of every request whose answer reported it (the reply
+    /// of an in-process model counts as one such answer).
+    pub input_tokens: u64,
+    /// Completion tokens billed.
+    pub output_tokens: u64,
+    /// USD for those tokens at the run's prices (null without a price).
+    pub cost_usd: Option<f64>,
+    /// Retries among `requests`.
+    pub retries: u64,
+    /// Successful answers that reported no usage (their tokens are missing above).
+    #[serde(default)]
+    pub replies_without_usage: u64,
+}
+
+impl Spend {
+    /// Count the usage one answer reported (input and output tokens), when it reported any.
+    pub fn add_usage(&mut self, input_tokens: Option<u64>, output_tokens: Option<u64>) {
+        self.input_tokens += input_tokens.unwrap_or(0);
+        self.output_tokens += output_tokens.unwrap_or(0);
+    }
+
+    /// Count one HTTP request: `retry` when it repeated an earlier one, the usage its answer
+    /// reported (`None`: none reported), and whether it succeeded.
+    pub fn add_request(
+        &mut self,
+        retry: bool,
+        usage: Option<(Option<u64>, Option<u64>)>,
+        ok: bool,
+    ) {
+        self.requests += 1;
+        self.retries += u64::from(retry);
+        match usage {
+            Some((i, o)) => self.add_usage(i, o),
+            None if ok => self.replies_without_usage += 1,
+            None => {}
+        }
+    }
+
+    /// Price the tokens (USD per 1M input and output tokens).
+    pub fn priced(mut self, prices: Option<(f64, f64)>) -> Spend {
+        self.cost_usd = prices.map(|(pin, pout)| {
+            self.input_tokens as f64 * pin / 1e6 + self.output_tokens as f64 * pout / 1e6
+        });
+        self
+    }
+
+    /// The sum of several spends (cost null if any is null).
+    pub fn total<'a>(spends: impl IntoIterator<Item = &'a Spend>) -> Spend {
+        let mut t = Spend {
+            cost_usd: Some(0.0),
+            ..Spend::default()
+        };
+        let mut any = false;
+        for s in spends {
+            any = true;
+            t.requests += s.requests;
+            t.input_tokens += s.input_tokens;
+            t.output_tokens += s.output_tokens;
+            t.retries += s.retries;
+            t.replies_without_usage += s.replies_without_usage;
+            t.cost_usd = t.cost_usd.zip(s.cost_usd).map(|(a, b)| a + b);
+        }
+        if !any {
+            t.cost_usd = None;
+        }
+        t
+    }
 }
 
 fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {

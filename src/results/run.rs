@@ -68,6 +68,21 @@ pub fn episode_dir(run: &Path, seed: i64) -> PathBuf {
     run.join("episodes").join(format!("seed_{seed}"))
 }
 
+/// Whether a trajectory's `frame.path` is a plain `frames/<file>.png` inside its episode
+/// folder (as the writer records it): readers join nothing else under the episode folder, so
+/// a crafted run folder cannot make them read a file outside it.
+pub fn is_frame_rel(rel: &str) -> bool {
+    match rel.strip_prefix("frames/") {
+        Some(file) => {
+            file.len() > ".png".len()
+                && file.ends_with(".png")
+                && !file.contains("..")
+                && !file.contains(['/', '\\', '\0'])
+        }
+        None => false,
+    }
+}
+
 fn corrupt(path: &Path, message: impl Into<String>) -> ReadError {
     ReadError::Corrupt {
         path: path.display().to_string(),
@@ -176,6 +191,23 @@ pub fn read_trajectory(run: &Path, seed: i64) -> Result<Vec<Value>, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frame_paths_are_plain_files_under_frames() {
+        assert!(is_frame_rel("frames/step_0003.png"));
+        for bad in [
+            "../../etc/passwd",
+            "frames/../../x.png",
+            "frames/a/b.png",
+            "frames/a\\b.png",
+            "frames/.png",
+            "/abs.png",
+            "frames/x.txt",
+            "episode.json",
+        ] {
+            assert!(!is_frame_rel(bad), "{bad}");
+        }
+    }
 
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("vlm-eval-run-{name}-{}", std::process::id()));

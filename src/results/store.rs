@@ -33,6 +33,26 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     }
 }
 
+/// Check that a user-given name can be one folder or file name inside another folder (a run
+/// name under `--out`): not empty, no `/` or `\`, not `.` or `..`, no NUL. Returns the rule
+/// broken.
+pub fn check_path_component(name: &str) -> Result<(), String> {
+    let why = if name.is_empty() {
+        "it is empty"
+    } else if name.contains(['/', '\\']) {
+        "it contains a path separator"
+    } else if name == "." || name == ".." {
+        "it names a folder itself"
+    } else if name.contains('\0') {
+        "it contains a NUL byte"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{why}; it must be one folder name: not empty, no '/' or '\\', not '.' or '..', no NUL"
+    ))
+}
+
 /// Write a file atomically: a temporary file in the same folder, flushed, then renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -211,5 +231,23 @@ impl EpisodeWriter {
             .sync_data()
             .map_err(io(&self.trajectory_path))?;
         write_json(&self.dir.join("episode.json"), episode)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_components() {
+        for ok in ["run", "gpt-4o_tool", "a.b", "...", " x ", "ünï"] {
+            assert!(check_path_component(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", ".", "..", "../../x", "a/b", "/abs", "a\\b", "x\0y", "run/",
+        ] {
+            let err = check_path_component(bad).unwrap_err();
+            assert!(err.contains("one folder name"), "{bad}: {err}");
+        }
     }
 }

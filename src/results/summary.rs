@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::formats::{EpisodeResult, FormatCounts, Termination};
+use super::formats::{EpisodeResult, FormatCounts, Spend, Termination};
 use crate::crafter::ACHIEVEMENT_NAMES;
 
 use super::metrics::{crafter_score, mean, percentile, standard_error};
@@ -122,6 +122,11 @@ pub struct Summary {
     pub achievement_rates: BTreeMap<String, f64>,
     /// Seeds of the episodes found.
     pub seeds: Vec<i64>,
+    /// What the run spent over every episode (completed, errored or stopped by a budget, and
+    /// earlier tries a rerun replaced) and every request, failed ones included; unlike the
+    /// metrics above it is not limited to completed episodes.
+    #[serde(default)]
+    pub spent: Spend,
 }
 
 fn sum_opt(mut values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
@@ -215,11 +220,12 @@ pub fn summarize(model: &str, episodes: &[EpisodeResult]) -> Summary {
         episode_wall_s: episodes.iter().map(|e| e.wall_s).sum(),
         achievement_rates: rates,
         seeds: episodes.iter().map(|e| e.seed).collect(),
+        spent: Spend::total(&episodes.iter().map(|e| e.spend_all()).collect::<Vec<_>>()),
     }
 }
 
 /// The CSV columns of `summary.csv` (one row per run).
-pub const SUMMARY_COLUMNS: [&str; 21] = [
+pub const SUMMARY_COLUMNS: [&str; 26] = [
     "model",
     "episodes",
     "completed",
@@ -241,6 +247,11 @@ pub const SUMMARY_COLUMNS: [&str; 21] = [
     "latency_p50_ms",
     "latency_p95_ms",
     "retries",
+    "spent_requests",
+    "spent_input_tokens",
+    "spent_output_tokens",
+    "spent_cost_usd",
+    "spent_retries",
 ];
 
 impl Summary {
@@ -270,6 +281,14 @@ impl Summary {
             format!("{:.1}", self.latency_p50_ms),
             format!("{:.1}", self.latency_p95_ms),
             self.retries.to_string(),
+            self.spent.requests.to_string(),
+            self.spent.input_tokens.to_string(),
+            self.spent.output_tokens.to_string(),
+            self.spent
+                .cost_usd
+                .map(|c| format!("{c:.6}"))
+                .unwrap_or_default(),
+            self.spent.retries.to_string(),
         ]
     }
 }

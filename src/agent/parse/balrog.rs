@@ -54,6 +54,8 @@ pub(super) fn parse_balrog(reply: &ChatReply) -> Parsed {
         },
         unknown,
         truncated: 0,
+        // BALROG's rule reads the whole reply (one linear character filter): nothing is cut.
+        cut: None,
     }
 }
 

@@ -58,6 +58,8 @@
 //! material names ("table", "stone") are deliberately *not* accepted: they are ambiguous.
 
 mod balrog;
+pub mod bench;
+mod bound;
 mod lenient;
 mod names;
 pub mod outcome;
@@ -71,6 +73,7 @@ use super::tools::display_name;
 use crate::crafter::rules::Action;
 use crate::model::ChatReply;
 pub use balrog::{balrog_action, balrog_completion, py_strip};
+pub use bound::{Cut, MAX_ARGS, MAX_CALLS, MAX_TEXT};
 pub use names::normalize_action;
 pub use outcome::{judge_reply, Judged, Outcome, ParserMode};
 use text::{stage_bare, stage_lists, stage_markers, stage_mention};
@@ -119,6 +122,10 @@ pub struct Parsed {
     pub unknown: Vec<String>,
     /// How many valid actions were cut by the per-turn limit.
     pub truncated: usize,
+    /// What the reply bound cut (text, tool calls, arguments, search work); absent when the
+    /// whole reply was read. See [`bound`](self::bound) ([`MAX_TEXT`], [`MAX_CALLS`], [`MAX_ARGS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Cut>,
 }
 
 fn ser_actions<S: Serializer>(actions: &[Action], s: S) -> Result<S::Ok, S::Error> {
@@ -163,6 +170,23 @@ const ITEM_KEYS: [&str; 7] = [
 /// Parse a reply into actions: tool calls first (any call whose name is interact_many or
 /// similar, or any call with an `actions`/`action` argument), then a tolerant text fallback.
 pub fn parse_reply(reply: &ChatReply, protocol: Protocol, max_actions: usize) -> Parsed {
+    let (bounded, cut) = bound::bound_reply(reply);
+    parse_read(bounded.as_ref(), protocol, max_actions, cut)
+}
+
+/// [`parse_reply`] without the reply bound: the whole text and every tool call are read (the
+/// search budget still applies). For benchmarks of the stages themselves.
+pub fn parse_reply_unbounded(reply: &ChatReply, protocol: Protocol, max_actions: usize) -> Parsed {
+    parse_read(reply, protocol, max_actions, None)
+}
+
+/// The parse of a reply as read (after the bound, if any).
+fn parse_read(
+    reply: &ChatReply,
+    protocol: Protocol,
+    max_actions: usize,
+    mut cut: Option<Cut>,
+) -> Parsed {
     let cap = match protocol {
         Protocol::Tool => max_actions.max(1),
         Protocol::Text => 1,
@@ -170,7 +194,7 @@ pub fn parse_reply(reply: &ChatReply, protocol: Protocol, max_actions: usize) ->
     let multi = protocol == Protocol::Tool;
     let text = reply.text.as_deref().unwrap_or("");
     let (think, body) = split_think(text);
-    let mut unk = Unknowns::default();
+    let mut unk = Unknowns::with_fuel(bound::fuel_for(reply));
 
     let hit = match protocol {
         Protocol::Tool => stage_tool_calls(reply, body, &mut unk)
@@ -189,6 +213,16 @@ pub fn parse_reply(reply: &ChatReply, protocol: Protocol, max_actions: usize) ->
 
     let server_reasoning = non_empty(reply.reasoning.as_deref());
     let think = non_empty(think);
+    if unk.out_of_fuel {
+        cut.get_or_insert_with(|| Cut {
+            text_bytes: text.len(),
+            text_read: text.len(),
+            tool_calls: reply.tool_calls.len(),
+            tool_calls_read: reply.tool_calls.len(),
+            ..Cut::default()
+        })
+        .search_stopped = true;
+    }
     match hit {
         Some(h) => {
             let mut actions = h.actions;
@@ -203,35 +237,86 @@ pub fn parse_reply(reply: &ChatReply, protocol: Protocol, max_actions: usize) ->
                 actions,
                 reasoning,
                 source: h.source,
-                unknown: unk.0,
+                unknown: unk.list,
                 truncated,
+                cut,
             }
         }
         None => Parsed {
             actions: Vec::new(),
             reasoning: server_reasoning.or(think),
             source: ParseSource::None,
-            unknown: unk.0,
+            unknown: unk.list,
             truncated: 0,
+            cut,
         },
     }
 }
 
+/// What one parse carries through its stages: the unknown action strings found, and the
+/// work budget of the structured search (see [`bound::fuel_for`]).
 #[derive(Default)]
-struct Unknowns(Vec<String>);
+struct Unknowns {
+    list: Vec<String>,
+    fuel: usize,
+    out_of_fuel: bool,
+}
 
 impl Unknowns {
-    fn push(&mut self, s: &str) {
-        let t = s.trim();
-        if t.is_empty() || self.0.len() >= MAX_UNKNOWN {
-            return;
+    fn with_fuel(fuel: usize) -> Unknowns {
+        Unknowns {
+            fuel,
+            ..Unknowns::default()
         }
-        self.0.push(clip(t, MAX_UNKNOWN_CHARS));
     }
 
-    fn extend(&mut self, other: Unknowns) {
-        for s in other.0 {
-            self.push(&s);
+    fn push(&mut self, s: &str) {
+        if self.full() {
+            return;
+        }
+        let t = s.trim();
+        if t.is_empty() {
+            return;
+        }
+        self.list.push(clip(t, MAX_UNKNOWN_CHARS));
+    }
+
+    fn full(&self) -> bool {
+        self.list.len() >= MAX_UNKNOWN
+    }
+
+    /// Spend `work` units of the budget; false (and remembered) once it is gone.
+    fn charge(&mut self, work: usize) -> bool {
+        match self.fuel.checked_sub(work) {
+            Some(left) if !self.out_of_fuel => {
+                self.fuel = left;
+                true
+            }
+            _ => {
+                self.fuel = 0;
+                self.out_of_fuel = true;
+                false
+            }
+        }
+    }
+
+    /// A scratch set for a tentative search, with this one's budget.
+    fn child(&mut self) -> Unknowns {
+        Unknowns {
+            list: Vec::new(),
+            fuel: std::mem::take(&mut self.fuel),
+            out_of_fuel: self.out_of_fuel,
+        }
+    }
+
+    /// Take back a child's budget, and its unknowns when `keep`.
+    fn absorb(&mut self, child: Unknowns, keep: bool) {
+        self.fuel = child.fuel;
+        self.out_of_fuel |= child.out_of_fuel;
+        if keep {
+            for s in child.list {
+                self.push(&s);
+            }
         }
     }
 }

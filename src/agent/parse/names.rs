@@ -11,6 +11,30 @@ pub fn normalize_action(s: &str) -> Option<Action> {
     if t.is_empty() || t.len() > MAX_NORMALIZE_LEN {
         return None;
     }
+    // Replies stuck in a loop repeat the same few pieces thousands of times: remember the
+    // answers (per thread, a bounded table; the function is pure, so this changes no result).
+    thread_local! {
+        static SEEN: std::cell::RefCell<std::collections::HashMap<String, Option<Action>>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    const SEEN_MAX: usize = 4096;
+    if let Some(hit) = SEEN.with(|m| m.borrow().get(t).copied()) {
+        return hit;
+    }
+    let a = normalize_stripped(t);
+    SEEN.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= SEEN_MAX {
+            m.clear();
+        }
+        m.insert(t.to_string(), a);
+    });
+    a
+}
+
+/// [`normalize_action`] of a string already stripped of wrappers (and at most
+/// `MAX_NORMALIZE_LEN` bytes).
+fn normalize_stripped(t: &str) -> Option<Action> {
     if t.bytes().all(|b| b.is_ascii_digit()) {
         return t.parse::<i64>().ok().and_then(Action::from_id);
     }

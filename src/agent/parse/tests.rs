@@ -824,6 +824,7 @@ fn parsed_serialises() {
         source: ParseSource::ToolJsonInText,
         unknown: vec!["jump".into()],
         truncated: 1,
+        cut: None,
     };
     let v = serde_json::to_value(&p).unwrap();
     assert_eq!(

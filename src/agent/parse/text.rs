@@ -20,10 +20,15 @@ pub(super) fn parse_action_list(
     if let Some(a) = normalize_action(c) {
         return (vec![a], Vec::new());
     }
-    let c = c
-        .replace("->", ",")
-        .replace("=>", ",")
-        .replace(['→', '⇒'], ",");
+    let c = if c.contains("->") || c.contains("=>") || c.contains(['→', '⇒']) {
+        std::borrow::Cow::Owned(
+            c.replace("->", ",")
+                .replace("=>", ",")
+                .replace(['→', '⇒'], ","),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(c)
+    };
     let mut acts = Vec::new();
     let mut bad = Vec::new();
     let pieces = c
@@ -58,14 +63,19 @@ pub(super) fn is_explanation(p: &str) -> bool {
 }
 
 /// Replace short `<tag>`s by commas (`<action>move_left</action>` inside a line).
-pub(super) fn strip_tags(s: &str) -> String {
+pub(super) fn strip_tags(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains('<') {
+        return std::borrow::Cow::Borrowed(s);
+    }
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(k) = rest.find('<') {
         out.push_str(&rest[..k]);
         let after = &rest[k..];
-        match after.find('>') {
-            Some(e) if e <= 24 && !after[1..e].contains('<') => {
+        // Only short tags count, so look no further than 24 bytes for the '>'.
+        let window = &after.as_bytes()[..after.len().min(25)];
+        match window.iter().position(|&b| b == b'>') {
+            Some(e) if !after[1..e].contains('<') => {
                 out.push(',');
                 rest = &after[e + 1..];
             }
@@ -76,7 +86,7 @@ pub(super) fn strip_tags(s: &str) -> String {
         }
     }
     out.push_str(rest);
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 pub(super) fn split_words_on_conjunctions(chunk: &str) -> Vec<String> {
@@ -84,16 +94,15 @@ pub(super) fn split_words_on_conjunctions(chunk: &str) -> Vec<String> {
     let mut cur: Vec<&str> = Vec::new();
     let mut prev_followed = false;
     for w in chunk.split_whitespace() {
-        let lw = w
-            .trim_matches(|c: char| !c.is_alphanumeric())
-            .to_ascii_lowercase();
-        if prev_followed && lw == "by" {
+        let lw = w.trim_matches(|c: char| !c.is_alphanumeric());
+        let is = |word: &str| lw.eq_ignore_ascii_case(word);
+        if prev_followed && is("by") {
             prev_followed = false;
             continue;
         }
         prev_followed = false;
-        if matches!(lw.as_str(), "then" | "and" | "followed" | "afterwards") || w == "&" {
-            prev_followed = lw == "followed";
+        if is("then") || is("and") || is("followed") || is("afterwards") || w == "&" {
+            prev_followed = is("followed");
             if !cur.is_empty() {
                 pieces.push(cur.join(" "));
                 cur.clear();
@@ -121,9 +130,8 @@ pub(super) fn list_item(line: &str) -> Option<&str> {
             return Some(r);
         }
     }
-    let lower = t.to_ascii_lowercase();
     let mut k = 0;
-    if lower.starts_with("step ") {
+    if t.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("step ")) {
         k = 5;
     }
     let digits_start = k;
@@ -160,9 +168,18 @@ pub(super) fn cut_explanation(p: &str) -> Option<&str> {
         " towards",
         " toward",
     ];
-    let lower = p.to_ascii_lowercase();
-    let k = SEPS.iter().filter_map(|s| lower.find(s)).min()?;
-    Some(&p[..k])
+    // Every separator starts with a space: try each one at each space, first space first
+    // (one pass, no lowercase copy).
+    let b = p.as_bytes();
+    b.iter()
+        .enumerate()
+        .filter(|&(_, &c)| c == b' ')
+        .find(|&(k, _)| {
+            SEPS.iter().any(|s| {
+                b[k..].len() >= s.len() && b[k..k + s.len()].eq_ignore_ascii_case(s.as_bytes())
+            })
+        })
+        .map(|(k, _)| &p[..k])
 }
 
 /// The longest normalisable prefix of the first five words.
@@ -197,17 +214,22 @@ pub(super) fn find_markers(body: &str) -> Vec<Marker> {
         ("<actions>", &["</actions>"]),
         ("<|action|>", &["<|end|>", "<|/action|>", "</action>"]),
     ];
+    // Searches for closing tags and line ends only move forward, so each remembers its last
+    // answer: many unclosed tags or markers on one long line cost one pass, not one each.
     for (open, closes) in tags {
         let mut from = 0;
+        let mut close_at: Vec<NextMatch> =
+            closes.iter().map(|c| NextMatch::new(&lower, c)).collect();
+        let mut newline = NextMatch::new(&lower, "\n");
         while let Some(k) = lower[from..].find(open) {
             let start = from + k;
             let cs = start + open.len();
-            let close = closes
-                .iter()
-                .filter_map(|c| lower[cs..].find(c).map(|x| (cs + x, cs + x + c.len())))
+            let close = close_at
+                .iter_mut()
+                .filter_map(|c| c.next(cs).map(|x| (x, x + c.pat.len())))
                 .min();
             let (ce, end) = close.unwrap_or_else(|| {
-                let e = lower[cs..].find('\n').map_or(len, |x| cs + x);
+                let e = newline.next(cs).unwrap_or(len);
                 (e, e)
             });
             markers.push(Marker { start, end, cs, ce });
@@ -217,10 +239,12 @@ pub(super) fn find_markers(body: &str) -> Vec<Marker> {
 
     for label in LABELS {
         let mut from = 0;
+        let mut newline = NextMatch::new(&lower, "\n");
+        let mut list_run = None;
         while let Some(k) = lower[from..].find(label) {
             let start = from + k;
             from = start + label.len();
-            if let Some(m) = label_marker(body, &lower, start, from) {
+            if let Some(m) = label_marker(body, &lower, start, from, &mut newline, &mut list_run) {
                 markers.push(m);
             }
         }
@@ -244,8 +268,46 @@ pub(super) fn find_markers(body: &str) -> Vec<Marker> {
 /// Words that introduce an action when followed by a colon ("Action:", "Final answer:").
 pub(super) const LABELS: [&str; 6] = ["action", "answer", "move", "command", "decision", "choice"];
 
+/// The next occurrence of a pattern at or after a position, for positions that only grow:
+/// the last answer is reused while it is still ahead, so all searches together are one pass.
+pub(super) struct NextMatch<'a> {
+    hay: &'a str,
+    pat: &'a str,
+    /// (position the last search started at, its answer).
+    last: Option<(usize, Option<usize>)>,
+}
+
+impl<'a> NextMatch<'a> {
+    pub(super) fn new(hay: &'a str, pat: &'a str) -> NextMatch<'a> {
+        NextMatch {
+            hay,
+            pat,
+            last: None,
+        }
+    }
+
+    /// The first occurrence at or after `p`.
+    pub(super) fn next(&mut self, p: usize) -> Option<usize> {
+        if let Some((from, found)) = self.last {
+            if p >= from && found.is_none_or(|f| p <= f) {
+                return found;
+            }
+        }
+        let found = self.hay.get(p..)?.find(self.pat).map(|k| p + k);
+        self.last = Some((p, found));
+        found
+    }
+}
+
 /// A label marker at `start` whose keyword ends at `from`, if a colon follows.
-pub(super) fn label_marker(body: &str, lower: &str, start: usize, from: usize) -> Option<Marker> {
+pub(super) fn label_marker(
+    body: &str,
+    lower: &str,
+    start: usize,
+    from: usize,
+    newline: &mut NextMatch,
+    list_run: &mut Option<(usize, usize)>,
+) -> Option<Marker> {
     let lb = lower.as_bytes();
     let len = lb.len();
     if start > 0 && (lb[start - 1].is_ascii_alphanumeric() || lb[start - 1] == b'_') {
@@ -275,12 +337,13 @@ pub(super) fn label_marker(body: &str, lower: &str, start: usize, from: usize) -
         return None;
     }
     let cs = j + 1;
-    let line_end = lower[cs..].find('\n').map_or(len, |x| cs + x);
+    let line_end = newline.next(cs).unwrap_or(len);
+    // Forward only: trimming from the line's end would rescan a long tail for every marker.
     let blank = body[cs..line_end]
-        .trim_matches(|c: char| c.is_whitespace() || c == '*')
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '*')
         .is_empty();
     let (cs, ce) = if blank {
-        next_lines(body, lower, line_end)
+        next_lines(body, lower, line_end, list_run)
     } else {
         (cs, line_end)
     };
@@ -294,23 +357,47 @@ pub(super) fn label_marker(body: &str, lower: &str, start: usize, from: usize) -
 
 /// For "Action:" with nothing after the colon: the next non-blank line, plus any list lines
 /// directly following it. Returns the content byte range.
-pub(super) fn next_lines(body: &str, lower: &str, from: usize) -> (usize, usize) {
+///
+/// `list_run` remembers the last run of list lines scanned, as (the line end it started after,
+/// the end of its last line): a later marker whose first line ends inside that run shares its
+/// end instead of rescanning it (a list of `- Action:` lines is one pass, not one per line).
+pub(super) fn next_lines(
+    body: &str,
+    lower: &str,
+    from: usize,
+    list_run: &mut Option<(usize, usize)>,
+) -> (usize, usize) {
     let len = body.len();
-    let mut range: Option<(usize, usize)> = None;
+    let line_end = |ls: usize| lower[ls..].find('\n').map_or(len, |x| ls + x);
+    let mut first = None;
     let mut p = from;
     while p < len {
         let ls = p + 1;
-        let le = lower[ls..].find('\n').map_or(len, |x| ls + x);
-        let line = &body[ls..le];
-        match &mut range {
-            None if !line.trim().is_empty() => range = Some((ls, le)),
-            None => {}
-            Some((_, end)) if list_item(line).is_some() => *end = le,
-            Some(_) => break,
+        let le = line_end(ls);
+        if !body[ls..le].trim().is_empty() {
+            first = Some((ls, le));
+            break;
         }
         p = le;
     }
-    range.unwrap_or((from, from))
+    let Some((start, first_end)) = first else {
+        return (from, from);
+    };
+    if let Some((run_from, run_end)) = *list_run {
+        if (run_from..run_end).contains(&first_end) {
+            return (start, run_end);
+        }
+    }
+    let mut end = first_end;
+    while end < len {
+        let le = line_end(end + 1);
+        if list_item(&body[end + 1..le]).is_none() {
+            break;
+        }
+        end = le;
+    }
+    *list_run = Some((first_end, end));
+    (start, end)
 }
 
 pub(super) fn stage_markers(body: &str, multi: bool, unk: &mut Unknowns) -> Option<Hit> {
@@ -489,4 +576,196 @@ pub(super) fn stage_mention(body: &str) -> Option<Hit> {
     // Prose around a mention is all reasoning.
     let (_, a) = last?;
     Some(Hit::text(vec![a], body))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The marker search against the straightforward version it replaced (each search from
+    //! scratch), on many generated replies: the same markers, found in one pass.
+    use super::*;
+
+    // The earlier implementation, kept as the reference.
+    fn old_find_markers(body: &str) -> Vec<Marker> {
+        let lower = body.to_ascii_lowercase();
+        let lb = lower.as_bytes();
+        let len = lb.len();
+        let mut markers = Vec::new();
+
+        let tags: [(&str, &[&str]); 3] = [
+            ("<action>", &["</action>"]),
+            ("<actions>", &["</actions>"]),
+            ("<|action|>", &["<|end|>", "<|/action|>", "</action>"]),
+        ];
+        for (open, closes) in tags {
+            let mut from = 0;
+            while let Some(k) = lower[from..].find(open) {
+                let start = from + k;
+                let cs = start + open.len();
+                let close = closes
+                    .iter()
+                    .filter_map(|c| lower[cs..].find(c).map(|x| (cs + x, cs + x + c.len())))
+                    .min();
+                let (ce, end) = close.unwrap_or_else(|| {
+                    let e = lower[cs..].find('\n').map_or(len, |x| cs + x);
+                    (e, e)
+                });
+                markers.push(Marker { start, end, cs, ce });
+                from = end.max(cs);
+            }
+        }
+
+        for label in LABELS {
+            let mut from = 0;
+            while let Some(k) = lower[from..].find(label) {
+                let start = from + k;
+                from = start + label.len();
+                if let Some(m) = old_label_marker(body, &lower, start, from) {
+                    markers.push(m);
+                }
+            }
+        }
+
+        markers.sort_by_key(|m| m.start);
+        let mut kept: Vec<Marker> = Vec::with_capacity(markers.len());
+        for m in markers {
+            if let Some(prev) = kept.last_mut() {
+                if m.start < prev.end {
+                    prev.end = m.start;
+                    prev.ce = prev.ce.min(m.start);
+                    prev.cs = prev.cs.min(prev.ce);
+                }
+            }
+            kept.push(m);
+        }
+        kept
+    }
+
+    /// A label marker at `start` whose keyword ends at `from`, if a colon follows.
+    fn old_label_marker(body: &str, lower: &str, start: usize, from: usize) -> Option<Marker> {
+        let lb = lower.as_bytes();
+        let len = lb.len();
+        if start > 0 && (lb[start - 1].is_ascii_alphanumeric() || lb[start - 1] == b'_') {
+            return None;
+        }
+        let mut j = from;
+        if lower[j..].starts_with("(s)") {
+            j += 3;
+        } else if lb.get(j) == Some(&b's') {
+            j += 1;
+        }
+        let mut q = j;
+        while lb.get(q) == Some(&b' ') {
+            q += 1;
+        }
+        let d0 = q;
+        while q < len && lb[q].is_ascii_digit() && q - d0 < 3 {
+            q += 1;
+        }
+        if q > d0 {
+            j = q;
+        }
+        while j < len && matches!(lb[j], b' ' | b'\t' | b'*') {
+            j += 1;
+        }
+        if lb.get(j) != Some(&b':') {
+            return None;
+        }
+        let cs = j + 1;
+        let line_end = lower[cs..].find('\n').map_or(len, |x| cs + x);
+        let blank = body[cs..line_end]
+            .trim_matches(|c: char| c.is_whitespace() || c == '*')
+            .is_empty();
+        let (cs, ce) = if blank {
+            old_next_lines(body, lower, line_end)
+        } else {
+            (cs, line_end)
+        };
+        Some(Marker {
+            start,
+            end: ce,
+            cs,
+            ce,
+        })
+    }
+
+    /// For "Action:" with nothing after the colon: the next non-blank line, plus any list lines
+    /// directly following it. Returns the content byte range.
+    fn old_next_lines(body: &str, lower: &str, from: usize) -> (usize, usize) {
+        let len = body.len();
+        let mut range: Option<(usize, usize)> = None;
+        let mut p = from;
+        while p < len {
+            let ls = p + 1;
+            let le = lower[ls..].find('\n').map_or(len, |x| ls + x);
+            let line = &body[ls..le];
+            match &mut range {
+                None if !line.trim().is_empty() => range = Some((ls, le)),
+                None => {}
+                Some((_, end)) if list_item(line).is_some() => *end = le,
+                Some(_) => break,
+            }
+            p = le;
+        }
+        range.unwrap_or((from, from))
+    }
+
+    /// A small deterministic generator (xorshift).
+    fn pieces(seed: u64, n: usize) -> String {
+        const TOKENS: [&str; 16] = [
+            "Action:",
+            "action: ",
+            "\n",
+            "\n\n",
+            "- ",
+            "1. ",
+            "<action>",
+            "</action>",
+            "<|action|>",
+            "<|end|>",
+            "move_left",
+            " ",
+            "**Final answer:**",
+            "x",
+            "Answer 2: ",
+            "*",
+        ];
+        let mut s = seed | 1;
+        let mut out = String::new();
+        for _ in 0..n {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            out.push_str(TOKENS[(s % TOKENS.len() as u64) as usize]);
+        }
+        out
+    }
+
+    fn ranges(markers: &[Marker]) -> Vec<(usize, usize, usize, usize)> {
+        markers
+            .iter()
+            .map(|m| (m.start, m.end, m.cs, m.ce))
+            .collect()
+    }
+
+    #[test]
+    fn markers_match_the_reference_search() {
+        for seed in 0..3000u64 {
+            let body = pieces(seed, 4 + (seed % 60) as usize);
+            assert_eq!(
+                ranges(&find_markers(&body)),
+                ranges(&old_find_markers(&body)),
+                "seed {seed}: {body:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn strip_tags_is_unchanged_for_short_and_long_tags() {
+        assert_eq!(strip_tags("a<action>b</action>c"), "a,b,c");
+        assert_eq!(strip_tags("a < b"), "a < b");
+        let long = format!("<{}>", "x".repeat(30));
+        assert_eq!(strip_tags(&long), long, "tags longer than 24 bytes stay");
+        assert_eq!(strip_tags("<<b>"), "<,");
+        assert_eq!(strip_tags("no tags"), "no tags");
+    }
 }

@@ -6,8 +6,8 @@ use super::lenient::Lenient;
 use super::names::normalize_action;
 use super::text::parse_action_list;
 use super::{
-    clip, first_key, get_ci, reasoning_of, tool_name_matches, Found, Hit, ParseSource, Unknowns,
-    ACTION_KEYS, ARG_KEYS, ITEM_KEYS, MAX_DEPTH, MAX_JSON_STARTS, MAX_UNKNOWN_CHARS,
+    clip, first_key, get_ci, non_empty, reasoning_of, tool_name_matches, Found, Hit, ParseSource,
+    Unknowns, ACTION_KEYS, ARG_KEYS, ITEM_KEYS, MAX_DEPTH, MAX_JSON_STARTS, MAX_UNKNOWN_CHARS,
     REASONING_KEYS,
 };
 use crate::crafter::rules::Action;
@@ -53,7 +53,7 @@ pub(super) fn strip_fence(s: &str) -> &str {
 
 /// Collect actions from a JSON payload value (array, string, id, or `{"action": …}` items).
 pub(super) fn collect(v: &Value, out: &mut Vec<Action>, unk: &mut Unknowns, depth: usize) {
-    if depth > MAX_DEPTH {
+    if depth > MAX_DEPTH || !unk.charge(1) {
         return;
     }
     match v {
@@ -69,10 +69,18 @@ pub(super) fn collect(v: &Value, out: &mut Vec<Action>, unk: &mut Unknowns, dept
         }
         Value::Object(m) => match first_key(m, &ITEM_KEYS) {
             Some(inner) => collect(inner, out, unk, depth + 1),
-            None => unk.push(&clip(
-                &Value::Object(m.clone()).to_string(),
-                MAX_UNKNOWN_CHARS,
-            )),
+            None if unk.full() => {}
+            None => {
+                // Only the start of a big object is shown: serialise a few of its entries.
+                let few: serde_json::Map<String, Value> = m
+                    .iter()
+                    .take(8)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if unk.charge(few.len()) {
+                    unk.push(&clip(&Value::Object(few).to_string(), MAX_UNKNOWN_CHARS));
+                }
+            }
         },
         Value::Bool(_) | Value::Null => {}
     }
@@ -84,7 +92,7 @@ pub(super) fn collect_str(s: &str, out: &mut Vec<Action>, unk: &mut Unknowns, de
         return;
     }
     let t = strip_fence(s);
-    if t.starts_with('[') || t.starts_with('{') {
+    if (t.starts_with('[') || t.starts_with('{')) && unk.charge(t.len()) {
         let v = parse_args_string(t, 0);
         if !matches!(v, Value::String(_)) {
             collect(&v, out, unk, depth + 1);
@@ -100,7 +108,7 @@ pub(super) fn collect_str(s: &str, out: &mut Vec<Action>, unk: &mut Unknowns, de
 
 /// Extract actions from a tool-call-like value; `None` when it carries no action payload.
 pub(super) fn extract(v: &Value, name_ok: bool, depth: usize, unk: &mut Unknowns) -> Option<Found> {
-    if depth > MAX_DEPTH {
+    if depth > MAX_DEPTH || !unk.charge(1) {
         return None;
     }
     match v {
@@ -114,6 +122,9 @@ pub(super) fn extract(v: &Value, name_ok: bool, depth: usize, unk: &mut Unknowns
             })
         }
         Value::String(s) if name_ok => {
+            if !unk.charge(s.len()) {
+                return None;
+            }
             let parsed = parse_args_string(s, 0);
             if !matches!(parsed, Value::String(_) | Value::Null) {
                 return extract(&parsed, name_ok, depth + 1, unk);
@@ -135,8 +146,13 @@ pub(super) fn extract_object(
     depth: usize,
     unk: &mut Unknowns,
 ) -> Option<Found> {
+    // A few passes over the keys below (the lookups are by hash when the keys allow).
+    if !unk.charge(1 + 4 * m.len()) {
+        return None;
+    }
+    let keys = Keys::of(m);
     // {"tool_calls": [...]}
-    if let Some(Value::Array(calls)) = get_ci(m, "tool_calls") {
+    if let Some(Value::Array(calls)) = keys.get("tool_calls") {
         let mut all: Option<Found> = None;
         for c in calls {
             if let Some(f) = extract(c, false, depth + 1, unk) {
@@ -146,15 +162,16 @@ pub(super) fn extract_object(
         return all;
     }
     // {"type": "function", "function": {...}}
-    if let Some(f @ Value::Object(_)) = get_ci(m, "function") {
+    if let Some(f @ Value::Object(_)) = keys.get("function") {
         return extract(f, name_ok, depth + 1, unk);
     }
-    let own_reasoning = reasoning_of(m);
-    let name = get_ci(m, "name")
-        .or_else(|| get_ci(m, "tool_name"))
-        .or_else(|| get_ci(m, "function"))
+    let own_reasoning = keys.reasoning();
+    let name = keys
+        .get("name")
+        .or_else(|| keys.get("tool_name"))
+        .or_else(|| keys.get("function"))
         .and_then(Value::as_str);
-    let args = first_key(m, &ARG_KEYS);
+    let args = keys.first(&ARG_KEYS);
     let mut name_ok = name_ok;
     if name.is_some() || args.is_some() {
         if let Some(n) = name {
@@ -163,10 +180,11 @@ pub(super) fn extract_object(
         if let Some(a) = args {
             let parsed;
             let a = match a {
-                Value::String(s) => {
+                Value::String(s) if unk.charge(s.len()) => {
                     parsed = parse_args_string(s, 0);
                     &parsed
                 }
+                Value::String(_) => return None,
                 other => other,
             };
             if let Some(mut f) = extract(a, name_ok, depth + 1, unk) {
@@ -177,7 +195,7 @@ pub(super) fn extract_object(
         if let Some(a) = name.and_then(normalize_action) {
             let reasoning = args
                 .and_then(Value::as_object)
-                .and_then(reasoning_of)
+                .and_then(|a| Keys::of(a).reasoning())
                 .or(own_reasoning);
             return Some(Found {
                 actions: vec![a],
@@ -185,7 +203,7 @@ pub(super) fn extract_object(
             });
         }
     }
-    let payload = first_key(m, &ACTION_KEYS).or_else(|| {
+    let payload = keys.first(&ACTION_KEYS).or_else(|| {
         if !name_ok {
             return None;
         }
@@ -211,6 +229,45 @@ pub(super) fn extract_object(
         actions,
         reasoning: own_reasoning,
     })
+}
+
+/// Case-insensitive, trimmed key lookups in one object ([`get_ci`]'s rule), by hash when every
+/// key is already lower case and trimmed (so a wide object costs one pass, not one per lookup).
+#[derive(Clone, Copy)]
+struct Keys<'v> {
+    m: &'v Map<String, Value>,
+    exact: bool,
+}
+
+impl<'v> Keys<'v> {
+    fn of(m: &'v Map<String, Value>) -> Keys<'v> {
+        let exact = m
+            .keys()
+            .all(|k| k.trim().len() == k.len() && !k.bytes().any(|b| b.is_ascii_uppercase()));
+        Keys { m, exact }
+    }
+
+    /// The value of `key` (lower case).
+    fn get(&self, key: &str) -> Option<&'v Value> {
+        if self.exact {
+            self.m.get(key)
+        } else {
+            get_ci(self.m, key)
+        }
+    }
+
+    /// The first of `keys` present.
+    fn first(&self, keys: &[&str]) -> Option<&'v Value> {
+        keys.iter().find_map(|k| self.get(k))
+    }
+
+    /// The reasoning argument ([`reasoning_of`]'s rule).
+    fn reasoning(&self) -> Option<String> {
+        REASONING_KEYS
+            .iter()
+            .filter_map(|k| self.get(k))
+            .find_map(|v| non_empty(v.as_str()))
+    }
 }
 
 pub(super) fn merge(acc: &mut Option<Found>, f: Found) {
@@ -243,7 +300,8 @@ pub(super) fn stage_tool_calls(reply: &ChatReply, body: &str, unk: &mut Unknowns
 
 pub(super) fn from_tool_call(call: &ToolCall, unk: &mut Unknowns) -> Option<Found> {
     let args = match &call.arguments {
-        Value::String(s) => parse_args_string(s, 0),
+        Value::String(s) if unk.charge(s.len()) => parse_args_string(s, 0),
+        Value::String(_) => Value::Null,
         other => other.clone(),
     };
     let name_ok = tool_name_matches(&call.name);
@@ -264,12 +322,14 @@ pub(super) fn stage_json_in_text(body: &str, unk: &mut Unknowns) -> Option<Hit> 
     let bytes = body.as_bytes();
     let mut i = 0;
     let mut starts = 0;
-    // Candidates that run unclosed to the end are retried from the next bracket, within a
-    // work budget so that brace-heavy garbage stays linear.
-    let mut budget = 4 * bytes.len() + (1 << 16);
+    // Candidates that run unclosed to the end are retried from the next bracket (values
+    // nested in them were searched already), within a work budget of about one more pass so
+    // that brace-heavy garbage stays linear.
+    let mut budget = bytes.len() + 4096;
     let mut all: Option<Found> = None;
     let mut first_start: Option<usize> = None;
-    while i < bytes.len() && starts < MAX_JSON_STARTS {
+    // Out of search budget: what was found so far stands, the rest is not searched.
+    while i < bytes.len() && starts < MAX_JSON_STARTS && !unk.out_of_fuel {
         let Some(off) = bytes[i..].iter().position(|&b| b == b'{' || b == b'[') else {
             break;
         };
@@ -278,10 +338,10 @@ pub(super) fn stage_json_in_text(body: &str, unk: &mut Unknowns) -> Option<Hit> 
         let mut lex = Lenient::new(body, p);
         let v = lex.value(0);
         let end = lex.i.max(p + 1);
-        let mut local = Unknowns::default();
+        let mut local = unk.child();
         let found = v.as_ref().and_then(|v| find_payload(v, 0, &mut local));
+        unk.absorb(local, found.is_some());
         if let Some(f) = found {
-            unk.extend(local);
             if !f.actions.is_empty() {
                 first_start.get_or_insert(p);
                 merge(&mut all, f);
@@ -316,7 +376,7 @@ pub(super) fn stage_json_in_text(body: &str, unk: &mut Unknowns) -> Option<Hit> 
 /// A tool-call-like payload in a JSON value from prose: the value itself, an array of action
 /// strings, or the first such payload nested inside it.
 pub(super) fn find_payload(v: &Value, depth: usize, unk: &mut Unknowns) -> Option<Found> {
-    if depth > MAX_DEPTH {
+    if depth > MAX_DEPTH || !unk.charge(1) {
         return None;
     }
     match v {
@@ -325,6 +385,7 @@ pub(super) fn find_payload(v: &Value, depth: usize, unk: &mut Unknowns) -> Optio
                 .filter(|x| x.is_object() || x.is_array())
                 .find_map(|x| find_payload(x, depth + 1, unk))
         }),
+        Value::Array(xs) if !unk.charge(xs.len()) => None,
         Value::Array(xs) => string_array_actions(xs)
             .map(|actions| Found {
                 actions,

@@ -8,7 +8,9 @@ use clap::Args;
 use super::common::{env_config, load_textures, parse_pair, runtime, EnvArgs};
 use super::error::CliError;
 
+pub mod http;
 pub mod local;
+pub mod parse;
 pub mod serve;
 pub mod startup;
 

@@ -29,9 +29,9 @@ use crate::model::baseline::{BalrogScriptedModel, RandomModel, ScriptedModel};
 use crate::model::mock::MockServer;
 use crate::model::openai::OpenAiModel;
 use crate::model::ChatModel;
-use crate::results::store::RunDir;
+use crate::results::store::{check_path_component, RunDir};
 use crate::results::summary::Summary;
-use model::{builtin_price, is_local, load_local, openai_config, Quirks};
+use model::{auth_hint, builtin_price, is_local, load_local, openai_config, Quirks};
 
 /// `vlm-eval run` flags (all optional here so a `--config` file can fill them; defaults apply last).
 #[derive(Args, Debug, Clone, Default, Deserialize)]
@@ -395,26 +395,6 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         )));
     }
 
-    let textures = Arc::new(load_textures(a.assets.as_deref())?);
-    if balrog_layout && textures.kind() != "official" {
-        return Err(CliError::usage(format!(
-            "--preset {} sends crafter's official textures, but only the built-in sprites were found: run `vlm-eval assets fetch`, or pass --assets DIR (or set CRAFTER_ASSETS)",
-            r.preset.name
-        )));
-    }
-    let prices = match (a.price_in, a.price_out) {
-        (Some(i), Some(o)) => Some((i, o)),
-        (None, None) if builtin => Some((0.0, 0.0)),
-        (None, None) => builtin_price(&model_name),
-        _ => {
-            return Err(CliError::usage(
-                "give both --price-in and --price-out, or neither",
-            ))
-        }
-    };
-    let obs_format = r.obs_format;
-    let episode_length = r.episode_length;
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     let run_name = a.run_name.clone().unwrap_or_else(|| {
         let safe: String = model_name
             .chars()
@@ -439,6 +419,33 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             a.shard.map(|s| s.name_suffix()).unwrap_or_default()
         )
     });
+    check_path_component(&run_name).map_err(|why| {
+        CliError::usage(format!(
+            "--run-name {:?}: {why}; the run folder is --out/<run name>",
+            run_name
+        ))
+    })?;
+
+    let textures = Arc::new(load_textures(a.assets.as_deref())?);
+    if balrog_layout && textures.kind() != "official" {
+        return Err(CliError::usage(format!(
+            "--preset {} sends crafter's official textures, but only the built-in sprites were found: run `vlm-eval assets fetch`, or pass --assets DIR (or set CRAFTER_ASSETS)",
+            r.preset.name
+        )));
+    }
+    let prices = match (a.price_in, a.price_out) {
+        (Some(i), Some(o)) => Some((i, o)),
+        (None, None) if builtin => Some((0.0, 0.0)),
+        (None, None) => builtin_price(&model_name),
+        _ => {
+            return Err(CliError::usage(
+                "give both --price-in and --price-out, or neither",
+            ))
+        }
+    };
+    let obs_format = r.obs_format;
+    let episode_length = r.episode_length;
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     let tools = offered_tools(&conversation)?;
     let mut config = json!({
         "model": model_name,
@@ -537,6 +544,11 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         turn_deadline: a
             .turn_deadline
             .map(|s| Duration::from_secs_f64(s.max(0.001))),
+        auth_hint: Some(auth_hint(
+            api_key.is_some(),
+            &key_env,
+            a.api_key_file.as_deref(),
+        )),
     };
 
     // A local checkpoint is loaded before anything else runs, so bad files fail fast.
@@ -562,7 +574,9 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
                     code: 1,
                     message: format!("cannot start the mock server on 127.0.0.1: {e}"),
                 })?;
-                let cfg = openai_config(server.base_url(), None, "mock".into(), timeout, &quirks);
+                let mut cfg =
+                    openai_config(server.base_url(), None, "mock".into(), timeout, &quirks);
+                cfg.auth_hint = None;
                 _server = Some(server);
                 Arc::new(OpenAiModel::new(cfg).map_err(|e| CliError::usage(e.to_string()))?)
             }
@@ -661,5 +675,25 @@ fn print_summary(s: &Summary, dir: &Path) {
     let mut table = tabled::Table::new([row]);
     table.with(Style::rounded());
     println!("{table}");
+    println!("{}", spend_line(s));
     println!("results: {}", dir.display());
+}
+
+/// What the run spent, apart from the per-episode metrics of the table (which are over
+/// completed episodes): every request, errored and budget-stopped episodes included.
+fn spend_line(s: &Summary) -> String {
+    let p = &s.spent;
+    let cost = p
+        .cost_usd
+        .map(|c| format!("${c:.4}"))
+        .unwrap_or_else(|| "cost unknown".into());
+    let missing = if p.replies_without_usage > 0 {
+        format!(" ({} replies reported no usage)", p.replies_without_usage)
+    } else {
+        String::new()
+    };
+    format!(
+        "spent (all episodes, all requests): {} requests ({} retries), {} in / {} out tokens{missing}, {cost}",
+        p.requests, p.retries, p.input_tokens, p.output_tokens
+    )
 }

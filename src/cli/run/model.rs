@@ -73,6 +73,28 @@ pub(crate) struct Quirks {
     pub(crate) max_retry_wait: Duration,
     pub(crate) turn_deadline: Option<Duration>,
     pub(crate) content_parts: bool,
+    pub(crate) auth_hint: Option<String>,
+}
+
+/// What an auth error (or a local server's first error while no key is sent) adds: whether a
+/// key was sent, from where, and how to set one. Never the key.
+pub(crate) fn auth_hint(sent: bool, key_env: &str, key_file: Option<&Path>) -> String {
+    match (sent, key_file) {
+        (true, Some(file)) => format!(
+            "an API key was sent (read from --api-key-file {}); if it is not the server's, put the right one in that file or use --api-key-env NAME",
+            file.display()
+        ),
+        (true, None) => format!(
+            "an API key was sent (from ${key_env}); if it is not the server's (for a LiteLLM proxy: its master key), export {key_env}=<key> or name another variable with --api-key-env"
+        ),
+        (false, Some(file)) => format!(
+            "no API key was sent (--api-key-file {} is empty); if this server needs one, write it there or use --api-key-env NAME",
+            file.display()
+        ),
+        (false, None) => format!(
+            "no API key was sent (${key_env} is not set); if this server needs one, export {key_env}=<key> or pass --api-key-env NAME / --api-key-file PATH"
+        ),
+    }
 }
 
 pub(crate) fn openai_config(
@@ -94,5 +116,6 @@ pub(crate) fn openai_config(
     cfg.max_retry_wait = q.max_retry_wait;
     cfg.turn_deadline = q.turn_deadline;
     cfg.content_parts = q.content_parts;
+    cfg.auth_hint = q.auth_hint.clone();
     cfg
 }

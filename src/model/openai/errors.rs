@@ -1,12 +1,14 @@
 //! Error-body normalisation for the OpenAI backend: whatever a server answers with an error
 //! status (OpenAI's object, vLLM's `{"object":"error"}`, integer codes, plain text, HTML), we
-//! keep the status, `Retry-After` and a short single-line excerpt.
+//! keep the status, the retry hint (see [`super::retry_hint`]), any usage it reports and a
+//! short single-line excerpt.
 
 use std::fmt;
-use std::time::Duration;
 
-use reqwest::header::HeaderMap;
 use serde_json::Value;
+
+use super::retry_hint::RetryHint;
+use crate::model::Usage;
 
 /// Longest error excerpt, in characters.
 pub const EXCERPT_CHARS: usize = 200;
@@ -16,8 +18,10 @@ pub const EXCERPT_CHARS: usize = 200;
 pub struct HttpFailure {
     /// HTTP status code.
     pub status: u16,
-    /// `Retry-After` (seconds, or `retry-after-ms`), if sent.
-    pub retry_after: Option<Duration>,
+    /// The largest applicable retry hint among its headers, if any.
+    pub hint: Option<RetryHint>,
+    /// Usage the error body reported (such an attempt was billed), if any.
+    pub usage: Option<Usage>,
     /// Short, single-line excerpt of the body (≤ [`EXCERPT_CHARS`] characters).
     pub excerpt: String,
 }
@@ -33,16 +37,6 @@ impl std::error::Error for HttpFailure {}
 /// Statuses worth another attempt.
 pub fn is_retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || (500..=599).contains(&status)
-}
-
-/// `Retry-After` in seconds (integer or decimal) or `retry-after-ms`; HTTP dates are ignored.
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let read = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
-    let wait = match read("retry-after-ms") {
-        Some(ms) => ms / 1000.0,
-        None => read("retry-after")?,
-    };
-    (wait.is_finite() && wait >= 0.0).then(|| Duration::from_secs_f64(wait.min(1e6)))
 }
 
 /// A short, single-line summary of an error body, whatever its shape.
@@ -146,7 +140,6 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
 
     #[test]
     fn excerpts_every_body_shape() {
@@ -171,22 +164,6 @@ mod tests {
         let cut = error_excerpt(&long);
         assert_eq!(cut.chars().count(), EXCERPT_CHARS);
         assert!(cut.ends_with('…'));
-    }
-
-    #[test]
-    fn retry_after_headers() {
-        let mut h = HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
-        h.insert("retry-after", HeaderValue::from_static("2"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
-        let mut h = HeaderMap::new();
-        h.insert(
-            "retry-after",
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
-        assert_eq!(retry_after(&h), None);
     }
 
     #[test]

@@ -294,6 +294,7 @@ pub fn parse_response(body: Value) -> Result<ChatReply, ModelError> {
         latency_ms: 0.0,
         retries: 0,
         retry_wait_ms: 0.0,
+        attempts: Vec::new(),
         raw: body,
     })
 }
@@ -333,6 +334,12 @@ fn parse_tool_call(call: &Value, index: usize) -> Option<ToolCall> {
         name,
         arguments,
     })
+}
+
+/// The usage a response body (success or error) reports, when it reports any count.
+pub(crate) fn response_usage(body: &Value) -> Option<Usage> {
+    let usage = parse_usage(body.get("usage")?);
+    (usage.input_tokens.is_some() || usage.output_tokens.is_some()).then_some(usage)
 }
 
 fn parse_usage(usage: &Value) -> Usage {

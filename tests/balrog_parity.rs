@@ -7,25 +7,14 @@
 //! Skips with a printed reason when ../shared or the crafter venv is absent.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 use vlm_eval::crafter::{Action, Env, EnvConfig, TextureSet};
 
-fn shared_balrog() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/balrog");
-    dir.join("balrog_reference.py").is_file().then_some(dir)
-}
-
-fn crafter_python() -> Option<PathBuf> {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-crafter/bin/python");
-    let ok = Command::new(&py)
-        .args(["-c", "import crafter"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(py)
-}
+mod balrog_support;
+use balrog_support::{crafter_python, shared_balrog};
 
 /// SplitMix64: a small seeded generator for the action streams.
 struct Mix(u64);

@@ -7,13 +7,16 @@
 //! the sampling fields. It also checks that our run judged the same replies invalid.
 //! Skips with a printed reason without ../shared/balrog, the crafter venv or crafter's textures.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use axum::{extract::State, routing::post, Json, Router};
 use serde_json::{json, Value};
 use vlm_eval::crafter::TextureSet;
+
+mod balrog_support;
+use balrog_support::{crafter_python, shared_balrog};
 
 /// Replies, played in order: exact names, filter-repaired ones, invalid ones (BALROG plays Noop
 /// and gives feedback), and ones that filter to nothing (BALROG stores no action for them).
@@ -59,25 +62,9 @@ async fn completions(State(seen): State<Seen>, Json(body): Json<Value>) -> Json<
     )
 }
 
-fn shared() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/balrog");
-    dir.join("reference/balrog/evaluator.py")
-        .is_file()
-        .then_some(dir)
-}
-
-fn crafter_python() -> Option<PathBuf> {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-crafter/bin/python");
-    let ok = Command::new(&py)
-        .args(["-c", "import crafter"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(py)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_equal_balrogs_naive_agent_at_every_call() {
-    let Some(shared) = shared() else {
+    let Some(shared) = shared_balrog() else {
         println!("SKIP: ../shared/balrog (BALROG's reference files) not present");
         return;
     };

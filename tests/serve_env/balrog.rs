@@ -3,7 +3,7 @@
 //! feedback before the view after a reply it rejects, and judge `text` by its rule.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
@@ -11,23 +11,8 @@ use serde_json::{json, Value};
 use vlm_eval::agent::balrog::BalrogTexts;
 use vlm_eval::serve::ServeConfig;
 
+use super::balrog_support::{crafter_python, shared_balrog};
 use super::{server, textures, Http};
-
-fn shared() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/balrog");
-    dir.join("reference/balrog/evaluator.py")
-        .is_file()
-        .then_some(dir)
-}
-
-fn crafter_python() -> Option<PathBuf> {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-crafter/bin/python");
-    let ok = Command::new(&py)
-        .args(["-c", "import crafter"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(py)
-}
 
 const REPLIES: [&str; 8] = [
     "Move West",
@@ -42,7 +27,7 @@ const REPLIES: [&str; 8] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn balrog_sessions_speak_balrogs_protocol() {
-    let (Some(shared), Some(python)) = (shared(), crafter_python()) else {
+    let (Some(shared), Some(python)) = (shared_balrog(), crafter_python()) else {
         println!("SKIP: ../shared/balrog or the crafter venv not present");
         return;
     };

@@ -5,6 +5,8 @@
 //! `scripts/openrlhf_check.sh` (a pinned Python venv; part of `.ci/run`).
 
 mod balrog;
+#[path = "../balrog_support/mod.rs"]
+mod balrog_support;
 mod engine;
 mod limits;
 

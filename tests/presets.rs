@@ -313,6 +313,25 @@ fn bad_presets_and_checkouts_exit_2_naming_the_fix() {
         "{e}"
     );
 
+    // BALROG's reply rule reads text: with tool calls every turn would be invalid.
+    let o = vlm_eval(&[
+        "--model",
+        "mock",
+        "--parser",
+        "balrog",
+        "--protocol",
+        "tool",
+        "--out",
+        out,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("--parser balrog does not fit --protocol tool"),
+        "{e}"
+    );
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+
     let o = vlm_eval(&["presets", "nope"]);
     assert_eq!(o.status.code(), Some(2));
     let o = vlm_eval(&["presets"]);

@@ -168,6 +168,11 @@ pub(super) fn resolve(a: &RunArgs) -> Result<Resolved, CliError> {
             ));
         }
     }
+    if parser == ParserMode::Balrog && protocol == Protocol::Tool {
+        return Err(CliError::usage(
+            "--parser balrog does not fit --protocol tool: BALROG's rule reads a text reply (one action name), so every tool call would count as invalid; use --protocol text, or --parser lenient or strict",
+        ));
+    }
     let needs_texts = layout == Layout::Balrog || p.parser.feedback == Feedback::Balrog;
     let balrog = if needs_texts {
         Some(Arc::new(load_texts(a, name)?))

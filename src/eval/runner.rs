@@ -90,12 +90,9 @@ fn resume_key(info: &Value) -> Value {
 }
 
 fn previous_episode_ok(store: &RunDir, seed: i64) -> bool {
-    let path = store.episode_json(seed);
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return false;
-    };
-    matches!(serde_json::from_str::<EpisodeResult>(&text),
-        Ok(e) if !matches!(e.termination, Termination::Error | Termination::Budget))
+    store
+        .finished_episode(seed)
+        .is_some_and(|e| !matches!(e.termination, Termination::Error | Termination::Budget))
 }
 
 /// Play the run's episodes and write its summary.

@@ -152,6 +152,12 @@ impl RunDir {
         self.episode_dir(seed).join("episode.json")
     }
 
+    /// The episode.json a finished try of this seed left, if it is there and readable.
+    pub fn finished_episode(&self, seed: i64) -> Option<crate::results::formats::EpisodeResult> {
+        let text = fs::read_to_string(self.episode_json(seed)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
     /// Whether an episode is complete.
     pub fn is_complete(&self, seed: i64) -> bool {
         self.episode_json(seed).is_file()

@@ -13,7 +13,7 @@ use crate::agent::observe::{encode_png, ObsFormat};
 use crate::agent::parse::Outcome;
 use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
-use crate::model::{ChatModel, ChatReply};
+use crate::model::{ChatModel, ChatReply, Usage};
 use crate::results::formats::Spend;
 
 use super::budget::Budget;
@@ -133,9 +133,7 @@ pub async fn run_episode(
             Ok(r) => r,
             Err(failure) => {
                 // The failed turn's attempts were sent (and maybe billed): count them.
-                let before = spent.clone();
-                count_attempts(&mut spent, &failure.attempts);
-                charge(cfg, &before, &spent);
+                spend_call(cfg, &mut spent, &failure.attempts, None);
                 retries += failure.retries();
                 retry_wait_ms += failure.retry_wait_ms();
                 termination = Termination::Error;
@@ -153,16 +151,9 @@ pub async fn run_episode(
             }
         };
         turns += 1;
-        let before = spent.clone();
         if !cache_hit {
-            if reply.attempts.is_empty() {
-                // An in-process model: its reply is the one answer.
-                spent.add_usage(reply.usage.input_tokens, reply.usage.output_tokens);
-            } else {
-                count_attempts(&mut spent, &reply.attempts);
-            }
+            spend_call(cfg, &mut spent, &reply.attempts, Some(&reply.usage));
         }
-        charge(cfg, &before, &spent);
         retries += reply.retries;
         retry_wait_ms += reply.retry_wait_ms;
         latencies.push(reply.latency_ms);
@@ -297,29 +288,35 @@ pub async fn run_episode(
     Ok(result)
 }
 
-/// Count the HTTP attempts of one model call (every attempt after the first is a retry).
-fn count_attempts(spent: &mut Spend, attempts: &[crate::model::Attempt]) {
+/// Count one model call into the episode's spend and charge the run's budget with the tokens
+/// it added: every HTTP attempt (each after the first a retry) or, for an in-process model (no
+/// attempts), its one reply's `usage`.
+fn spend_call(
+    cfg: &EpisodeConfig,
+    spent: &mut Spend,
+    attempts: &[crate::model::Attempt],
+    usage: Option<&Usage>,
+) {
+    let (input, output) = (spent.input_tokens, spent.output_tokens);
+    if attempts.is_empty() {
+        if let Some(u) = usage {
+            spent.add_usage(u.input_tokens, u.output_tokens);
+        }
+    }
     for (i, a) in attempts.iter().enumerate() {
         let usage = a.usage.as_ref().map(|u| (u.input_tokens, u.output_tokens));
         spent.add_request(i > 0, usage, a.error.is_none());
     }
-}
-
-/// Charge the run's budget with what one call added to the episode's spend.
-fn charge(cfg: &EpisodeConfig, before: &Spend, after: &Spend) {
-    cfg.budget.add(
-        &crate::model::Usage {
-            input_tokens: Some(after.input_tokens - before.input_tokens),
-            output_tokens: Some(after.output_tokens - before.output_tokens),
-        },
-        cfg.prices,
-    );
+    let added = Usage {
+        input_tokens: Some(spent.input_tokens - input),
+        output_tokens: Some(spent.output_tokens - output),
+    };
+    cfg.budget.add(&added, cfg.prices);
 }
 
 /// What earlier tries of this seed spent, from the episode.json a rerun replaces.
 fn previous_spend(store: &RunDir, seed: i64) -> Option<Spend> {
-    let text = std::fs::read_to_string(store.episode_json(seed)).ok()?;
-    let old: EpisodeResult = serde_json::from_str(&text).ok()?;
+    let old = store.finished_episode(seed)?;
     let before = old.spent_before.clone();
     Some(Spend::total(before.iter().chain([&old.spend()])))
 }

@@ -71,18 +71,23 @@ impl ChatModel for RandomModel {
 }
 
 /// Build an OpenAI-like reply from a policy over the last user message's text.
-fn reply(
-    request: &ChatRequest,
-    model: &str,
-    policy: impl Fn(&str, usize) -> (Vec<Action>, String),
-) -> ChatReply {
-    let text = request
+/// The text of the request's last user message (what the policies read).
+fn last_user_text(request: &ChatRequest) -> String {
+    request
         .messages
         .iter()
         .rev()
         .find(|m| m.role == Role::User)
         .map(|m| m.joined_text())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn reply(
+    request: &ChatRequest,
+    model: &str,
+    policy: impl Fn(&str, usize) -> (Vec<Action>, String),
+) -> ChatReply {
+    let text = last_user_text(request);
     let hash = fnv1a(text.as_bytes());
     let (message, tool_calls, finish) = if let Some(tool) = request.tools.first() {
         let max = tool

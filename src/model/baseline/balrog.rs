@@ -9,7 +9,9 @@
 //! else toward water when thirsty, else toward stone; otherwise wander in a direction chosen
 //! from the text's hash.
 
-use super::{chat_reply, fnv1a, BoxFuture, ChatModel, ChatReply, ChatRequest, ModelError, Role};
+use super::{
+    chat_reply, fnv1a, last_user_text, BoxFuture, ChatModel, ChatReply, ChatRequest, ModelError,
+};
 use crate::crafter::rules::Action;
 
 /// What the policy reads from the text.
@@ -137,13 +139,7 @@ impl ChatModel for BalrogScriptedModel {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatReply, ModelError>> {
         Box::pin(async move {
-            let text = request
-                .messages
-                .iter()
-                .rev()
-                .find(|m| m.role == Role::User)
-                .map(|m| m.joined_text())
-                .unwrap_or_default();
+            let text = last_user_text(request);
             let action = balrog_action(&text);
             let hash = fnv1a(text.as_bytes());
             Ok(chat_reply(
@@ -197,7 +193,7 @@ Image observation provided.";
             Action::MoveUp | Action::MoveLeft
         ));
         let r = futures::executor::block_on(BalrogScriptedModel.chat(&ChatRequest {
-            messages: vec![crate::model::Message::text(Role::User, OBS)],
+            messages: vec![crate::model::Message::text(crate::model::Role::User, OBS)],
             ..ChatRequest::default()
         }))
         .unwrap();

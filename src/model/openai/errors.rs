@@ -1,14 +1,17 @@
 //! Error-body normalisation for the OpenAI backend: whatever a server answers with an error
 //! status (OpenAI's object, vLLM's `{"object":"error"}`, integer codes, plain text, HTML), we
 //! keep the status, the retry hint (see [`super::retry_hint`]), any usage it reports and a
-//! short single-line excerpt.
+//! short single-line excerpt. Also why one attempt failed ([`Failure`]): the client's errors
+//! classified into what is retried and what is reported, with the key redacted.
 
 use std::fmt;
+use std::time::Duration;
 
+use async_openai::error::OpenAIError;
 use serde_json::Value;
 
 use super::retry_hint::RetryHint;
-use crate::model::Usage;
+use crate::model::{ModelError, Usage};
 
 /// Longest error excerpt, in characters.
 pub const EXCERPT_CHARS: usize = 200;
@@ -135,6 +138,155 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// Why one attempt failed.
+#[derive(Debug)]
+pub(super) enum Failure {
+    Http(HttpFailure),
+    Timeout,
+    Connect(String),
+    Bad(String),
+    Config(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Http(h) => write!(f, "{h}"),
+            Failure::Timeout => write!(f, "timed out"),
+            Failure::Connect(m) => write!(f, "connection failed: {m}"),
+            Failure::Bad(m) | Failure::Config(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl Failure {
+    pub(super) fn retryable(&self) -> bool {
+        match self {
+            Failure::Http(h) => is_retryable_status(h.status),
+            Failure::Timeout | Failure::Connect(_) => true,
+            Failure::Bad(_) | Failure::Config(_) => false,
+        }
+    }
+
+    pub(super) fn rate_limited(&self) -> bool {
+        matches!(self, Failure::Http(h) if h.status == 429)
+    }
+
+    pub(super) fn hint(&self) -> Option<RetryHint> {
+        match self {
+            Failure::Http(h) => h.hint,
+            _ => None,
+        }
+    }
+
+    pub(super) fn status(&self) -> Option<u16> {
+        match self {
+            Failure::Http(h) => Some(h.status),
+            _ => None,
+        }
+    }
+
+    pub(super) fn usage(&self) -> Option<Usage> {
+        match self {
+            Failure::Http(h) => h.usage,
+            _ => None,
+        }
+    }
+
+    pub(super) fn into_model_error(self, timeout: Duration, retries: u32) -> ModelError {
+        let suffix = if retries > 0 {
+            format!(" (after {retries} retries)")
+        } else {
+            String::new()
+        };
+        match self {
+            Failure::Http(h) => ModelError::Http {
+                status: h.status,
+                message: format!("{}{suffix}", h.excerpt),
+            },
+            Failure::Timeout => ModelError::Timeout(timeout.as_secs_f64()),
+            Failure::Connect(m) => ModelError::Connect(format!("{m}{suffix}")),
+            Failure::Bad(m) => ModelError::BadResponse(m),
+            Failure::Config(m) => ModelError::Config(m),
+        }
+    }
+}
+
+/// Replace every occurrence of the key.
+pub(super) fn redact(text: &str, api_key: Option<&str>) -> String {
+    match api_key {
+        Some(key) if !key.is_empty() => text.replace(key, super::REDACTED),
+        _ => text.to_string(),
+    }
+}
+
+pub(super) fn classify(error: OpenAIError, api_key: Option<&str>) -> Failure {
+    // Redact before cutting, so a truncated echo of the key cannot survive.
+    let clean = |text: &str| truncate(&redact(text, api_key), 300);
+    match error {
+        OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
+            Ok(h) => Failure::Http(*h),
+            Err(other) => Failure::Connect(clean(&error_chain(other.as_ref()))),
+        },
+        OpenAIError::Reqwest(e) => {
+            if e.is_timeout() {
+                Failure::Timeout
+            } else if e.is_builder() {
+                Failure::Config(clean(&error_chain(&e)))
+            } else if e.is_decode() && cut_off(&e) {
+                // The connection ended inside the body: a transport fault, worth a retry.
+                Failure::Connect(clean(&format!(
+                    "response body cut off: {}",
+                    error_chain(&e)
+                )))
+            } else if e.is_decode() {
+                Failure::Bad(clean(&error_chain(&e)))
+            } else {
+                Failure::Connect(clean(&error_chain(&e)))
+            }
+        }
+        OpenAIError::JSONDeserialize(e, body) => Failure::Bad(format!(
+            "not JSON ({e}): {}",
+            excerpt_text(&redact(&body, api_key))
+        )),
+        OpenAIError::ApiError(api) => Failure::Http(HttpFailure {
+            status: api.status_code.as_u16(),
+            hint: None,
+            usage: None,
+            excerpt: excerpt_text(&redact(&api.api_error.message, api_key)),
+        }),
+        OpenAIError::InvalidArgument(m) => Failure::Config(clean(&m)),
+        other => Failure::Bad(clean(&other.to_string())),
+    }
+}
+
+/// Whether an I/O error (the connection failing while the body was read) caused this one.
+fn cut_off(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = error.source();
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// An error and its sources, joined by ": ".
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
 }
 
 #[cfg(test)]

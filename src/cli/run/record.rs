@@ -1,0 +1,79 @@
+//! `run`'s second step: the run record, what run.json holds about a resolved run (its
+//! settings, prompt, tools, textures and BALROG's texts); the runner adds times and counts.
+
+use serde_json::{json, Value};
+
+use super::resolve::ResolvedRun;
+use crate::agent::conversation::ConversationConfig;
+use crate::cli::error::CliError;
+use crate::crafter::trace::sha256_hex;
+
+/// The `run.json` content of a resolved run.
+pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
+    let (a, r) = (&rr.args, &rr.r);
+    let conversation = &rr.conversation;
+    let tools = offered_tools(conversation)?;
+    let mut config = json!({
+        "model": rr.model_name,
+        "seeds": rr.seeds,
+        "steps": rr.turns,
+        "episode_length": r.episode_length,
+        "concurrency": rr.concurrency,
+        "temperature": r.temperature,
+        "max_tokens": r.max_tokens,
+        "endpoint": if rr.builtin { Value::Null } else { Value::String(rr.base_url.clone()) },
+        "image_size": rr.image_size,
+        "modality": conversation.modality,
+        "obs_format": r.obs_format,
+        "history": conversation.history,
+        "image_history": conversation.image_history,
+        "protocol": conversation.protocol,
+        "max_actions_per_turn": conversation.max_actions,
+        "prices_usd_per_1m": rr.prices.map(|(i, o)| json!({"input": i, "output": o})),
+        "max_tokens_field": r.max_tokens_field,
+        "tool_choice": r.tool_choice,
+        "seed_param": a.seed_param,
+        "header_names": rr.headers.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+        "image_detail": a.image_detail,
+        "run_name": rr.run_name,
+        "out": rr.out,
+    });
+    if let (Some(obj), Value::Object(keys)) = (config.as_object_mut(), r.config_keys(r.play.parser))
+    {
+        obj.extend(keys);
+    }
+    if let Some(shard) = a.shard {
+        config["shard"] =
+            json!({"index": shard.index, "count": shard.count, "all_seeds": rr.all_seeds});
+    }
+    let system = &rr.system;
+    let mut run_info = json!({
+        "vlm_eval_version": env!("CARGO_PKG_VERSION"),
+        "git_commit": option_env!("VLM_EVAL_GIT_COMMIT"),
+        "crafter_reference": "crafter 1.8.3 (creation-order balancing)",
+        "config": config,
+        "prompt_sha256": sha256_hex(system.as_bytes()),
+        "system_prompt": system,
+        "tools": tools,
+        "textures": {"kind": rr.textures.kind(), "fingerprint": rr.textures.fingerprint()},
+    });
+    if let Some(texts) = &r.play.balrog {
+        run_info["balrog"] = texts.record(a.allow_balrog_drift);
+        if rr.balrog_layout {
+            // No system message: the instruction is BALROG's first user message.
+            run_info["prompt_sha256"] = json!(texts.prompt_sha256());
+            run_info["system_prompt"] = Value::Null;
+        }
+    }
+    Ok(run_info)
+}
+
+/// The tools a run offers, as OpenAI `tools` JSON (recorded in run.json for the SFT export).
+fn offered_tools(conversation: &ConversationConfig) -> Result<Value, CliError> {
+    let request = crate::agent::conversation::Conversation::new(conversation.clone())
+        .request(&crate::model::Message::text(crate::model::Role::User, ""));
+    crate::model::openai::tools_json(&request.tools).map_err(|e| CliError {
+        code: 1,
+        message: e.to_string(),
+    })
+}

@@ -1,0 +1,387 @@
+//! `run`'s first step: the flags and the `--config` file merged, then resolved into a
+//! [`ResolvedRun`] (seeds, protocol, endpoint and key, run name, textures, prices), with every
+//! input check that must fail before anything slow happens.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::model::{builtin_price, is_local};
+use super::preset::{self, Resolved};
+use super::RunArgs;
+use crate::agent::conversation::{ConversationConfig, Modality};
+use crate::agent::parse::Protocol;
+use crate::agent::preset::Layout;
+use crate::agent::prompt::Prompts;
+use crate::cli::common::load_textures;
+use crate::cli::error::CliError;
+use crate::crafter::TextureSet;
+use crate::results::store::check_path_component;
+
+macro_rules! merge {
+    ($cli:ident, $file:ident, $($f:ident),*) => { $( if $cli.$f.is_none() { $cli.$f = $file.$f.clone(); } )* };
+}
+
+fn read_config(path: &Path) -> Result<RunArgs, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("cannot read --config {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| {
+        let msg = e.message().replace('\n', " ");
+        CliError::usage(format!(
+            "--config {}: {msg} (keys are the flag names, e.g. seeds = 10)",
+            path.display()
+        ))
+    })
+}
+
+/// The flags with `--config`'s keys filling what the command line left unset.
+pub(super) fn merge_config(mut a: RunArgs) -> Result<RunArgs, CliError> {
+    let Some(path) = a.config.clone() else {
+        return Ok(a);
+    };
+    let file = read_config(&path)?;
+    merge!(
+        a,
+        file,
+        preset,
+        parser,
+        balrog_src,
+        model,
+        seeds,
+        seed_list,
+        steps,
+        episode_length,
+        concurrency,
+        temperature,
+        max_tokens,
+        base_url,
+        api_key_env,
+        out,
+        run_name,
+        image_size,
+        modality,
+        obs_format,
+        history,
+        image_history,
+        protocol,
+        max_actions_per_turn,
+        prompts,
+        price_in,
+        price_out,
+        assets,
+        request_timeout,
+        max_retries,
+        api_key_file,
+        max_cost,
+        max_tokens_total,
+        cache,
+        max_tokens_field,
+        image_detail,
+        max_retry_wait,
+        turn_deadline,
+        shard,
+        device,
+        dtype
+    );
+    a.force |= file.force;
+    a.quiet |= file.quiet;
+    a.allow_errors |= file.allow_errors;
+    a.no_tool_choice |= file.no_tool_choice;
+    a.seed_param |= file.seed_param;
+    a.allow_balrog_drift |= file.allow_balrog_drift;
+    if a.headers.is_empty() {
+        a.headers = file.headers.clone();
+    }
+    Ok(a)
+}
+
+/// One run, every setting decided: what the run record and the start need.
+pub(super) struct ResolvedRun {
+    /// The merged flags (for the settings used as given).
+    pub args: RunArgs,
+    /// The preset and the protocol settings over it.
+    pub r: Resolved,
+    /// The model's name as given (`mock`, `local:DIR`, a provider's name).
+    pub model_name: String,
+    /// `--model local:DIR`'s folder.
+    pub local_dir: Option<PathBuf>,
+    /// A model of our own (mock, scripted, random, local): no endpoint, no key, no price.
+    pub builtin: bool,
+    /// The seeds this run plays (its shard's slice).
+    pub seeds: Vec<i64>,
+    /// Every seed of the run, before `--shard`.
+    pub all_seeds: Vec<i64>,
+    /// Model turns per episode.
+    pub turns: u32,
+    /// Frame size in pixels.
+    pub image_size: usize,
+    /// Episodes in flight at once.
+    pub concurrency: usize,
+    /// The system prompt (before BALROG's layout replaces it).
+    pub system: String,
+    /// Request building.
+    pub conversation: ConversationConfig,
+    /// BALROG's message layout.
+    pub balrog_layout: bool,
+    /// The OpenAI-compatible base URL.
+    pub base_url: String,
+    /// The environment variable the key is read from.
+    pub key_env: String,
+    /// The API key, if any.
+    pub api_key: Option<String>,
+    /// Extra HTTP headers.
+    pub headers: Vec<(String, String)>,
+    /// The run folder's name under `out`.
+    pub run_name: String,
+    /// The output folder.
+    pub out: PathBuf,
+    /// Textures.
+    pub textures: Arc<TextureSet>,
+    /// USD per 1M input and output tokens.
+    pub prices: Option<(f64, f64)>,
+}
+
+/// Resolve the merged flags into one run. `textures` reuses a set already loaded (the model
+/// matrix loads them once); `None` loads them here.
+pub(super) fn resolve_run(
+    a: &RunArgs,
+    textures: Option<Arc<TextureSet>>,
+) -> Result<ResolvedRun, CliError> {
+    let model_name = a.model.clone().ok_or_else(|| {
+        CliError::usage("--model is required: e.g. --model mock (offline), --model gpt-4o-mini, or --model random")
+    })?;
+    let r = preset::resolve(a)?;
+    let seeds: Vec<i64> = match (&a.seed_list, a.seeds) {
+        (Some(list), _) if !list.is_empty() => list.clone(),
+        (_, Some(n)) if n > 0 => (0..n as i64).collect(),
+        (_, Some(_)) => return Err(CliError::usage("--seeds must be at least 1")),
+        _ => (0..r.seeds as i64).collect(),
+    };
+    let mut uniq = seeds.clone();
+    uniq.sort_unstable();
+    uniq.dedup();
+    if uniq.len() != seeds.len() {
+        return Err(CliError::usage(
+            "--seed-list has duplicate seeds; list each seed once",
+        ));
+    }
+    let all_seeds = seeds.clone();
+    let seeds = match a.shard {
+        Some(shard) => shard.seeds_of(&seeds).map_err(CliError::usage)?,
+        None => seeds,
+    };
+    let turns = r.steps;
+    if turns == 0 {
+        return Err(CliError::usage(
+            "--steps must be at least 1 (model turns per episode)",
+        ));
+    }
+    let image_size = r.image_size;
+    if !(9..=1024).contains(&image_size) {
+        return Err(CliError::usage(format!("--image-size {image_size} is out of range: use 9..=1024 pixels (64 is crafter's default)")));
+    }
+    let max_actions = r.max_actions;
+    if !(1..=64).contains(&max_actions) {
+        return Err(CliError::usage("--max-actions-per-turn must be 1..=64"));
+    }
+    let concurrency = a.concurrency.unwrap_or(8);
+    if concurrency == 0 {
+        return Err(CliError::usage("--concurrency must be at least 1"));
+    }
+    let protocol = r.protocol;
+    let prompts = match &a.prompts {
+        Some(dir) => Prompts::load(dir).map_err(|e| CliError::usage(e.to_string()))?,
+        None => Prompts::builtin(),
+    };
+    let balrog_layout = r.play.layout == Layout::Balrog;
+    let system = prompts.system(protocol, max_actions);
+    let conversation = ConversationConfig {
+        system: system.clone(),
+        protocol,
+        modality: r.modality,
+        history: r.history,
+        image_history: r.image_history,
+        max_actions: if protocol == Protocol::Text {
+            1
+        } else {
+            max_actions
+        },
+        temperature: r.temperature,
+        max_tokens: r.max_tokens,
+        seed: None,
+        tool_choice: r.tool_choice,
+    };
+
+    // Endpoint and key (checked before anything slow happens).
+    let local_dir = model_name.strip_prefix("local:").map(PathBuf::from);
+    let builtin =
+        matches!(model_name.as_str(), "mock" | "scripted" | "random") || local_dir.is_some();
+    let base_url = a
+        .base_url
+        .clone()
+        .or_else(|| {
+            std::env::var("OPENAI_BASE_URL")
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| "https://api.openai.com/v1".to_string());
+    let key_env = a
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| "OPENAI_API_KEY".to_string());
+    let api_key = match &a.api_key_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| {
+                    CliError::usage(format!(
+                        "cannot read --api-key-file {}: {e}",
+                        path.display()
+                    ))
+                })?
+                .trim()
+                .to_string(),
+        )
+        .filter(|k| !k.is_empty()),
+        None => std::env::var(&key_env)
+            .ok()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty()),
+    };
+    let mut headers = Vec::new();
+    for h in &a.headers {
+        match h.split_once(':') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                headers.push((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => {
+                return Err(CliError::usage(format!(
+                    "--header '{h}' is not 'Name: value'"
+                )))
+            }
+        }
+    }
+    if a.max_cost.is_some_and(|c| c.is_nan() || c <= 0.0) || a.max_tokens_total == Some(0) {
+        return Err(CliError::usage(
+            "--max-cost and --max-tokens-total must be positive",
+        ));
+    }
+    if !builtin && api_key.is_none() && !is_local(&base_url) {
+        let source = match &a.api_key_file {
+            Some(p) => format!("--api-key-file {} is empty", p.display()),
+            None => format!("{key_env} is not set: export {key_env}=<your key> (or pick another variable with --api-key-env)"),
+        };
+        return Err(CliError::usage(format!(
+            "{source}, or try --model mock to run offline"
+        )));
+    }
+
+    let run_name = a.run_name.clone().unwrap_or_else(|| {
+        default_run_name(
+            &model_name,
+            &r,
+            balrog_layout,
+            a.shard.map(|s| s.name_suffix()),
+        )
+    });
+    check_path_component(&run_name).map_err(|why| {
+        CliError::usage(format!(
+            "--run-name {:?}: {why}; the run folder is --out/<run name>",
+            run_name
+        ))
+    })?;
+
+    let textures = match textures {
+        Some(t) => t,
+        None => Arc::new(load_textures(a.assets.as_deref())?),
+    };
+    if balrog_layout && textures.kind() != "official" {
+        return Err(CliError::usage(format!(
+            "--preset {} sends crafter's official textures, but only the built-in sprites were found: run `vlm-eval assets fetch`, or pass --assets DIR (or set CRAFTER_ASSETS)",
+            r.preset.name
+        )));
+    }
+    let prices = match (a.price_in, a.price_out) {
+        (Some(i), Some(o)) => Some((i, o)),
+        (None, None) if builtin => Some((0.0, 0.0)),
+        (None, None) => builtin_price(&model_name),
+        _ => {
+            return Err(CliError::usage(
+                "give both --price-in and --price-out, or neither",
+            ))
+        }
+    };
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    Ok(ResolvedRun {
+        args: a.clone(),
+        model_name,
+        local_dir,
+        builtin,
+        seeds,
+        all_seeds,
+        turns,
+        image_size,
+        concurrency,
+        system,
+        conversation,
+        balrog_layout,
+        base_url,
+        key_env,
+        api_key,
+        headers,
+        run_name,
+        out,
+        textures,
+        prices,
+        r,
+    })
+}
+
+/// The settings part of a default run name: `<protocol>_<modality>_<px>px_<turns>t[shard]`.
+pub(super) fn settings_name(r: &Resolved, balrog_layout: bool, shard: Option<String>) -> String {
+    format!(
+        "{}_{}_{}px_{}t{}",
+        if balrog_layout {
+            "balrog"
+        } else {
+            protocol_name(r.protocol)
+        },
+        modality_name(r.modality),
+        r.image_size,
+        r.steps,
+        shard.unwrap_or_default()
+    )
+}
+
+/// The default run name: the model's name made folder-safe, then the settings.
+fn default_run_name(
+    model_name: &str,
+    r: &Resolved,
+    balrog_layout: bool,
+    shard: Option<String>,
+) -> String {
+    let safe: String = model_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}_{}", settings_name(r, balrog_layout, shard))
+}
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tool => "tool",
+        Protocol::Text => "text",
+    }
+}
+
+fn modality_name(m: Modality) -> &'static str {
+    match m {
+        Modality::Image => "image",
+        Modality::Text => "text",
+        Modality::Both => "both",
+    }
+}

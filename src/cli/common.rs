@@ -8,6 +8,11 @@ use clap::Args;
 use super::error::CliError;
 use crate::crafter::textures::FetchPolicy;
 use crate::crafter::{Action, EnvConfig, TextureSet};
+use crate::report::compare::{
+    group_runs, main_tables, protocol_marks, Group, GroupBy, Table, NOISE_NOTE,
+};
+use crate::report::spend::spend_tables;
+use crate::results::run::RunData;
 
 /// Geometry and texture flags shared by env commands.
 #[derive(Args, Debug, Clone)]
@@ -124,4 +129,102 @@ pub fn partial_error(path: &Path, unfinished: &[i64], planned: usize) -> CliErro
         seeds.join(", "),
         if unfinished.len() > 10 { ", …" } else { "" }
     ))
+}
+
+/// Render a table for the terminal.
+pub fn render(t: &Table) -> String {
+    let mut b = tabled::builder::Builder::default();
+    b.push_record(t.header.clone());
+    for r in &t.rows {
+        b.push_record(r.clone());
+    }
+    let mut table = b.build();
+    table.with(tabled::settings::Style::rounded());
+    table.to_string()
+}
+
+/// Write a table as CSV (atomically).
+pub fn write_table_csv(path: &Path, t: &Table) -> Result<(), CliError> {
+    let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
+    crate::results::summary::write_csv(path, &header, &t.rows).map_err(|e| CliError {
+        code: 1,
+        message: e.to_string(),
+    })
+}
+
+/// `FILE` → `FILE-stem.<suffix>.csv` beside it.
+pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "compare".into());
+    path.with_file_name(format!("{stem}.{suffix}.csv"))
+}
+
+/// Print runs' comparison as `vlm-eval compare` shows it (the main table, the protocol
+/// differences, unfinished and errored episodes, the noise note when `noise_note`, the spend
+/// table); with `csv`, write the main table there and the spend table beside it
+/// (`<stem>.spend.csv`). Returns the groups for the tables that follow.
+pub fn print_comparison(
+    runs: &[RunData],
+    by: GroupBy,
+    columns: &[&str],
+    csv: Option<&Path>,
+    noise_note: bool,
+) -> Result<Vec<Group>, CliError> {
+    let groups = group_runs(runs, by);
+    let (shown, csv_table) = main_tables(&groups, by, columns);
+    println!("{}", render(&shown));
+    for (i, (g, marks)) in groups.iter().zip(protocol_marks(&groups)).enumerate() {
+        if marks.is_empty() {
+            continue;
+        }
+        let lines: Vec<String> = marks.into_iter().map(|(_, line)| line).collect();
+        if i == 0 {
+            println!(
+                "protocol: {} pools runs whose protocols differ ({}): its numbers mix protocols",
+                g.label,
+                lines.join("; ")
+            );
+        } else {
+            println!(
+                "protocol: {} differs from {} ({}): its numbers do not compare with the first row's",
+                g.label,
+                groups[0].label,
+                lines.join("; ")
+            );
+        }
+    }
+    for g in &groups {
+        if !g.unfinished.is_empty() {
+            let seeds: Vec<String> = g.unfinished.iter().map(i64::to_string).collect();
+            println!(
+                "note: {}: {} of {} episodes unfinished (seeds {}); metrics are over the {} complete ones (rerun the same command to finish)",
+                g.label,
+                g.unfinished.len(),
+                g.planned(),
+                seeds.join(", "),
+                g.episodes.len()
+            );
+        }
+        if g.summary.errors > 0 {
+            println!(
+                "note: {}: {} episodes ended in an error and are left out of the metrics",
+                g.label, g.summary.errors
+            );
+        }
+    }
+    if groups.iter().any(|g| g.summary.completed <= 20) && noise_note {
+        println!("note: {NOISE_NOTE}");
+    }
+    let (spend_shown, spend_csv) = spend_tables(&groups, by);
+    println!(
+        "\nspent (every request of every episode, errored and budget-stopped ones included)\n{}",
+        render(&spend_shown)
+    );
+    if let Some(path) = csv {
+        write_table_csv(path, &csv_table)?;
+        write_table_csv(&sibling(path, "spend"), &spend_csv)?;
+    }
+    Ok(groups)
 }

@@ -1,16 +1,14 @@
 //! The `compare` command: flags, loading the runs, printing the tables and writing CSV files.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::common::check_confidence;
+use super::common::{check_confidence, print_comparison, render, sibling, write_table_csv};
 use super::error::CliError;
 use crate::report::compare::{
-    achievement_table, group_runs, main_tables, paired, paired_csv, paired_table, parse_columns,
-    protocol_marks, GroupBy, Table, NOISE_NOTE,
+    achievement_table, paired, paired_csv, paired_table, parse_columns, GroupBy, NOISE_NOTE,
 };
-use crate::report::spend::spend_tables;
 use crate::report::stats::DEFAULT_RESAMPLES;
 use crate::results::run::open_run;
 
@@ -70,36 +68,6 @@ pub struct CompareArgs {
     pub seed: u32,
 }
 
-/// Render a table for the terminal.
-pub fn render(t: &Table) -> String {
-    let mut b = tabled::builder::Builder::default();
-    b.push_record(t.header.clone());
-    for r in &t.rows {
-        b.push_record(r.clone());
-    }
-    let mut table = b.build();
-    table.with(tabled::settings::Style::rounded());
-    table.to_string()
-}
-
-/// Write a table as CSV (atomically).
-pub fn write_table_csv(path: &Path, t: &Table) -> Result<(), CliError> {
-    let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
-    crate::results::summary::write_csv(path, &header, &t.rows).map_err(|e| CliError {
-        code: 1,
-        message: e.to_string(),
-    })
-}
-
-/// `FILE` → `FILE-stem.<suffix>.csv` beside it.
-pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "compare".into());
-    path.with_file_name(format!("{stem}.{suffix}.csv"))
-}
-
 /// Run `vlm-eval compare`.
 pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
     let columns = parse_columns(a.metrics.as_deref()).map_err(CliError::usage)?;
@@ -116,60 +84,7 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
         By::Run => GroupBy::Run,
         By::Model => GroupBy::Model,
     };
-    let groups = group_runs(&runs, by);
-    let (shown, csv) = main_tables(&groups, by, &columns);
-    println!("{}", render(&shown));
-    for (i, (g, marks)) in groups.iter().zip(protocol_marks(&groups)).enumerate() {
-        if marks.is_empty() {
-            continue;
-        }
-        let lines: Vec<String> = marks.into_iter().map(|(_, line)| line).collect();
-        if i == 0 {
-            println!(
-                "protocol: {} pools runs whose protocols differ ({}): its numbers mix protocols",
-                g.label,
-                lines.join("; ")
-            );
-        } else {
-            println!(
-                "protocol: {} differs from {} ({}): its numbers do not compare with the first row's",
-                g.label,
-                groups[0].label,
-                lines.join("; ")
-            );
-        }
-    }
-    for g in &groups {
-        if !g.unfinished.is_empty() {
-            let seeds: Vec<String> = g.unfinished.iter().map(i64::to_string).collect();
-            println!(
-                "note: {}: {} of {} episodes unfinished (seeds {}); metrics are over the {} complete ones (rerun the same command to finish)",
-                g.label,
-                g.unfinished.len(),
-                g.planned(),
-                seeds.join(", "),
-                g.episodes.len()
-            );
-        }
-        if g.summary.errors > 0 {
-            println!(
-                "note: {}: {} episodes ended in an error and are left out of the metrics",
-                g.label, g.summary.errors
-            );
-        }
-    }
-    if groups.iter().any(|g| g.summary.completed <= 20) && !a.paired {
-        println!("note: {NOISE_NOTE}");
-    }
-    let (spend_shown, spend_csv) = spend_tables(&groups, by);
-    println!(
-        "\nspent (every request of every episode, errored and budget-stopped ones included)\n{}",
-        render(&spend_shown)
-    );
-    if let Some(path) = &a.csv {
-        write_table_csv(path, &csv)?;
-        write_table_csv(&sibling(path, "spend"), &spend_csv)?;
-    }
+    let groups = print_comparison(&runs, by, &columns, a.csv.as_deref(), !a.paired)?;
     if a.achievements {
         let t = achievement_table(&groups);
         println!("\nachievement unlock rates (% of episodes)\n{}", render(&t));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use futures::stream::{self, StreamExt};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::Value;
 
 use crate::model::ChatModel;
@@ -69,8 +69,25 @@ fn now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
-/// A line above the progress bar (or on stderr when the bar is hidden).
+/// Where a run shows its progress: its own bar (the default), or one bar of a display
+/// several runs share, its lines labelled (the model matrix: one bar per model).
+#[derive(Clone, Default)]
+pub struct Display {
+    /// The shared display the bar joins.
+    pub multi: Option<MultiProgress>,
+    /// Put before the bar and before each line printed above it.
+    pub label: Option<String>,
+}
+
+/// A line above the progress bar (or on stderr when the bar is hidden), after the bar's
+/// label when it has one.
 fn say(bar: &ProgressBar, line: String) {
+    let label = bar.prefix();
+    let line = if label.is_empty() {
+        line
+    } else {
+        format!("{label}: {line}")
+    };
     if bar.is_hidden() && bar.length().is_some() {
         eprintln!("{line}");
     } else {
@@ -100,6 +117,16 @@ pub async fn run(
     opts: RunOptions,
     store: RunDir,
     model: Arc<dyn ChatModel>,
+) -> Result<RunOutcome, RunError> {
+    run_shown(opts, store, model, &Display::default()).await
+}
+
+/// [`run`], its progress shown on `display`.
+pub async fn run_shown(
+    opts: RunOptions,
+    store: RunDir,
+    model: Arc<dyn ChatModel>,
+    display: &Display,
 ) -> Result<RunOutcome, RunError> {
     let run_json = store.run_json();
     if run_json.is_file() && !opts.force {
@@ -132,16 +159,20 @@ pub async fn run(
         .filter(|&s| opts.force || !previous_episode_ok(&store, s))
         .collect();
     let skipped = opts.seeds.len() - todo.len();
-    let bar = if opts.progress {
-        ProgressBar::new(todo.len() as u64)
-    } else {
-        ProgressBar::hidden()
+    let bar = match (opts.progress, &display.multi) {
+        (true, Some(multi)) => multi.add(ProgressBar::new(todo.len() as u64)),
+        (true, None) => ProgressBar::new(todo.len() as u64),
+        (false, _) => ProgressBar::hidden(),
+    };
+    let template = match &display.label {
+        Some(label) => {
+            bar.set_prefix(label.clone());
+            "{spinner} {prefix} [{elapsed_precise}] {bar:30} {pos}/{len} episodes  {msg}"
+        }
+        None => "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} episodes  {msg}",
     };
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} episodes  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     if skipped > 0 {
         say(

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Deserialize;
 
+mod matrix;
 mod model;
 mod preset;
 mod record;
@@ -29,7 +30,8 @@ pub struct RunArgs {
     pub preset: Option<String>,
     /// Model: `mock` (offline, scripted policy behind a local OpenAI-compatible server),
     /// `scripted`, `random`, `local:DIR` (a Qwen2-VL checkpoint folder run in-process), or a
-    /// model name at an OpenAI-compatible endpoint.
+    /// model name at an OpenAI-compatible endpoint. Several, comma-separated (`a,b,c`): each
+    /// plays the same seeds into its own run folder, then their comparison is printed.
     #[arg(long)]
     pub model: Option<String>,
     /// Play env seeds 0..N-1.
@@ -178,6 +180,10 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(default)]
     pub allow_balrog_drift: bool,
+    /// `[[models]]` in `--config`: the model matrix, each model with its own endpoint.
+    #[arg(skip)]
+    #[serde(default)]
+    pub models: Vec<matrix::ModelEntry>,
 }
 
 /// Run the `run` command; returns the process exit code. Its steps: the flags resolved
@@ -185,10 +191,13 @@ pub struct RunArgs {
 /// table printed).
 pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
     let a = resolve::merge_config(a)?;
+    if let Some(models) = matrix::model_list(&a)? {
+        return matrix::run_matrix(a, models);
+    }
     let resolved = resolve::resolve_run(&a, None)?;
     let run_info = record::run_record(&resolved)?;
     let plan = start::plan_run(resolved, run_info)?;
-    let outcome = runtime()?.block_on(start::start_run(plan))?;
+    let outcome = runtime()?.block_on(start::start_run(plan, &Default::default()))?;
     start::print_summary(&outcome.summary, &outcome.dir);
     Ok(start::exit_code(&outcome, a.allow_errors))
 }

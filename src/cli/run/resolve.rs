@@ -39,6 +39,8 @@ pub(super) fn merge_config(mut a: RunArgs) -> Result<RunArgs, CliError> {
         return Ok(a);
     };
     let file = read_config(&path)?;
+    super::matrix::check_entries(&a, &file, &path)?;
+    a.models = file.models.clone();
     merge!(
         a,
         file,

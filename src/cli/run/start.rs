@@ -15,7 +15,7 @@ use crate::cli::error::CliError;
 use crate::eval::budget::Budget;
 use crate::eval::cache::ResponseCache;
 use crate::eval::episode::EpisodeConfig;
-use crate::eval::runner::{run, RunOptions, RunOutcome};
+use crate::eval::runner::{run_shown, Display, RunOptions, RunOutcome};
 use crate::model::baseline::{BalrogScriptedModel, RandomModel, ScriptedModel};
 use crate::model::local::chat::LocalModel;
 use crate::model::mock::MockServer;
@@ -113,8 +113,9 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
     })
 }
 
-/// Start the plan's model and play the run (inside the tokio runtime).
-pub(super) async fn start_run(plan: RunPlan) -> Result<RunOutcome, CliError> {
+/// Start the plan's model and play the run (inside the tokio runtime), its progress shown on
+/// `display` (the default: its own bar).
+pub(super) async fn start_run(plan: RunPlan, display: &Display) -> Result<RunOutcome, CliError> {
     let RunPlan {
         opts,
         store,
@@ -152,10 +153,12 @@ pub(super) async fn start_run(plan: RunPlan) -> Result<RunOutcome, CliError> {
             Arc::new(OpenAiModel::new(cfg).map_err(|e| CliError::usage(e.to_string()))?)
         }
     };
-    run(opts, store, model).await.map_err(|e| CliError {
-        code: 1,
-        message: e.to_string(),
-    })
+    run_shown(opts, store, model, display)
+        .await
+        .map_err(|e| CliError {
+            code: 1,
+            message: e.to_string(),
+        })
 }
 
 /// The exit code of a finished run: 130 when interrupted, 1 when episodes ended in errors

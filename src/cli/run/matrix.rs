@@ -1,0 +1,288 @@
+//! The model matrix: `run --model a,b,c`, or `[[models]]` entries in `--config` (each with its
+//! own endpoint, key variable, prices and headers). Every model plays the same seeds and
+//! settings into its own ordinary run folder; the models' runners play at once, each with its
+//! own episode concurrency and its own adaptive per-endpoint limit, so a slow or failing model
+//! holds only its own slots. The end prints the comparison `vlm-eval compare` prints and
+//! writes its CSV to `<out>/matrix_<settings>.csv`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use indicatif::MultiProgress;
+use serde::Deserialize;
+
+use super::record::run_record;
+use super::resolve::{resolve_run, settings_name};
+use super::start::{exit_code, plan_run, start_run};
+use super::RunArgs;
+use crate::cli::common::{print_comparison, runtime, sibling};
+use crate::cli::error::CliError;
+use crate::eval::runner::Display;
+use crate::report::compare::{parse_columns, GroupBy};
+use crate::results::run::open_run;
+
+/// One `[[models]]` entry of `--config`: a model and its own endpoint settings. A key left out
+/// comes from the flags or the file's top level, as for a single model.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ModelEntry {
+    /// The model, as `--model` names it.
+    pub model: String,
+    /// Its OpenAI-compatible base URL.
+    pub base_url: Option<String>,
+    /// The environment variable holding its API key.
+    pub api_key_env: Option<String>,
+    /// A file holding its API key.
+    pub api_key_file: Option<PathBuf>,
+    /// USD per 1M input tokens.
+    pub price_in: Option<f64>,
+    /// USD per 1M output tokens.
+    pub price_out: Option<f64>,
+    /// Extra HTTP headers, `Name: value`.
+    #[serde(default)]
+    pub headers: Vec<String>,
+    /// Its run folder's name [default: derived from the model and the settings].
+    pub run_name: Option<String>,
+}
+
+/// Check `--config`'s `[[models]]` against the command line (`cli`, before the file is
+/// merged): an entry's key that a flag also sets must agree with it, and a `--model` flag may
+/// only pick models the file lists.
+pub(super) fn check_entries(cli: &RunArgs, file: &RunArgs, path: &Path) -> Result<(), CliError> {
+    if file.models.is_empty() {
+        return Ok(());
+    }
+    let at = format!("--config {}", path.display());
+    if file.model.is_some() {
+        return Err(CliError::usage(format!(
+            "{at} gives both `model` and [[models]]: keep one (each [[models]] entry names its model)"
+        )));
+    }
+    for e in &file.models {
+        let m = &e.model;
+        let clash = |flag: &str, given: String, entry: String| {
+            CliError::usage(format!(
+                "--{flag} {given} disagrees with {at}'s [[models]] entry {m:?} ({flag} = {entry}): drop the flag or the entry's key"
+            ))
+        };
+        let pairs: [(&str, Option<String>, Option<String>); 6] = [
+            ("base-url", cli.base_url.clone(), e.base_url.clone()),
+            (
+                "api-key-env",
+                cli.api_key_env.clone(),
+                e.api_key_env.clone(),
+            ),
+            (
+                "api-key-file",
+                cli.api_key_file.as_ref().map(|p| p.display().to_string()),
+                e.api_key_file.as_ref().map(|p| p.display().to_string()),
+            ),
+            (
+                "price-in",
+                cli.price_in.map(|p| p.to_string()),
+                e.price_in.map(|p| p.to_string()),
+            ),
+            (
+                "price-out",
+                cli.price_out.map(|p| p.to_string()),
+                e.price_out.map(|p| p.to_string()),
+            ),
+            ("run-name", cli.run_name.clone(), e.run_name.clone()),
+        ];
+        for (flag, given, entry) in pairs {
+            if let (Some(g), Some(v)) = (given, entry) {
+                if g != v {
+                    return Err(clash(flag, g, v));
+                }
+            }
+        }
+        if !cli.headers.is_empty() && !e.headers.is_empty() && cli.headers != e.headers {
+            return Err(clash(
+                "header",
+                format!("{:?}", cli.headers),
+                format!("{:?}", e.headers),
+            ));
+        }
+        if e.price_in.is_some() != e.price_out.is_some() {
+            return Err(CliError::usage(format!(
+                "{at}'s [[models]] entry {m:?} gives only one of price-in and price-out: give both, or neither"
+            )));
+        }
+    }
+    if let Some(flag) = &cli.model {
+        let listed: Vec<&str> = file.models.iter().map(|e| e.model.as_str()).collect();
+        for name in split_models(flag)? {
+            if !listed.contains(&name.as_str()) {
+                return Err(CliError::usage(format!(
+                    "--model {name} is not among {at}'s [[models]] ({}): name models the file lists, or drop --model to run them all",
+                    listed.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `a,b,c` → its names, each trimmed; an empty name is an error.
+fn split_models(list: &str) -> Result<Vec<String>, CliError> {
+    let names: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(CliError::usage(format!(
+            "--model {list:?} has an empty name: list models as a,b,c"
+        )));
+    }
+    Ok(names)
+}
+
+/// The models of a matrix run, or `None` for an ordinary one-model run (a `--model` without a
+/// comma and no `[[models]]`). Duplicate names are an error.
+pub(super) fn model_list(a: &RunArgs) -> Result<Option<Vec<ModelEntry>>, CliError> {
+    let entries = if !a.models.is_empty() {
+        match &a.model {
+            // `--model` picks some of the file's entries (checked in `check_entries`).
+            Some(flag) => split_models(flag)?
+                .into_iter()
+                .filter_map(|name| a.models.iter().find(|e| e.model == name).cloned())
+                .collect(),
+            None => a.models.clone(),
+        }
+    } else {
+        match &a.model {
+            Some(list) if list.contains(',') => split_models(list)?
+                .into_iter()
+                .map(|model| ModelEntry {
+                    model,
+                    ..ModelEntry::default()
+                })
+                .collect(),
+            _ => return Ok(None),
+        }
+    };
+    let mut seen = HashSet::new();
+    for e in &entries {
+        if e.model.trim().is_empty() {
+            return Err(CliError::usage(
+                "a [[models]] entry has an empty model name: give each entry model = \"NAME\"",
+            ));
+        }
+        if !seen.insert(e.model.as_str()) {
+            return Err(CliError::usage(format!(
+                "model {:?} is listed twice: list each model once",
+                e.model
+            )));
+        }
+    }
+    if a.run_name.is_some() && entries.len() > 1 {
+        return Err(CliError::usage(format!(
+            "--run-name names one run folder, but {} models are listed: leave it out (each model gets its default name) or give each [[models]] entry its own run-name",
+            entries.len()
+        )));
+    }
+    Ok(Some(entries))
+}
+
+/// The flags of one model of the matrix: the shared flags with the entry's own keys over them.
+fn model_args(base: &RunArgs, e: &ModelEntry) -> RunArgs {
+    let mut a = base.clone();
+    a.models = Vec::new();
+    a.model = Some(e.model.clone());
+    macro_rules! own {
+        ($($f:ident),*) => { $( if e.$f.is_some() { a.$f = e.$f.clone(); } )* };
+    }
+    own!(
+        base_url,
+        api_key_env,
+        api_key_file,
+        price_in,
+        price_out,
+        run_name
+    );
+    if !e.headers.is_empty() {
+        a.headers = e.headers.clone();
+    }
+    a
+}
+
+/// Play every model of the matrix and print their comparison; the exit code is the worst of
+/// the models' (as for one run: 0, 1 for errored episodes, 130 when interrupted).
+pub(super) fn run_matrix(a: RunArgs, entries: Vec<ModelEntry>) -> Result<i32, CliError> {
+    // Every model resolved first, so that bad input fails before anything plays.
+    let mut textures = None;
+    let mut resolved = Vec::new();
+    let mut folders: Vec<(PathBuf, String)> = Vec::new();
+    for e in &entries {
+        let rr = resolve_run(&model_args(&a, e), textures.clone())?;
+        textures = Some(rr.textures.clone());
+        let dir = rr.out.join(&rr.run_name);
+        if let Some((_, other)) = folders.iter().find(|(d, _)| *d == dir) {
+            return Err(CliError::usage(format!(
+                "models {other:?} and {:?} would both write to {}: give one of them its own run-name in a [[models]] entry",
+                e.model,
+                dir.display()
+            )));
+        }
+        folders.push((dir, e.model.clone()));
+        resolved.push(rr);
+    }
+    let Some(first) = resolved.first() else {
+        return Err(CliError::usage(
+            "no model to run: give --model a,b or [[models]] entries",
+        ));
+    };
+    let csv = first.out.join(format!(
+        "matrix_{}.csv",
+        settings_name(
+            &first.r,
+            first.balrog_layout,
+            a.shard.map(|s| s.name_suffix())
+        )
+    ));
+    let mut plans = Vec::new();
+    for rr in resolved {
+        let info = run_record(&rr)?;
+        plans.push(plan_run(rr, info)?);
+    }
+
+    let multi = MultiProgress::new();
+    let outcomes = runtime()?.block_on(futures::future::join_all(
+        plans.into_iter().zip(&entries).map(|(plan, e)| {
+            let display = Display {
+                multi: Some(multi.clone()),
+                label: Some(e.model.clone()),
+            };
+            async move { start_run(plan, &display).await }
+        }),
+    ));
+    let mut worst = 0;
+    for (outcome, e) in outcomes.iter().zip(&entries) {
+        let code = match outcome {
+            Ok(o) => exit_code(o, a.allow_errors),
+            Err(err) => {
+                eprintln!("error: {}: {}", e.model, err.message);
+                err.code
+            }
+        };
+        worst = worst.max(code);
+    }
+
+    let mut runs = Vec::new();
+    for (dir, model) in &folders {
+        match open_run(dir) {
+            Ok(run) => runs.push(run),
+            Err(err) => eprintln!("note: {model}: no run to compare ({err})"),
+        }
+    }
+    if !runs.is_empty() {
+        let columns = parse_columns(None).map_err(CliError::usage)?;
+        print_comparison(&runs, GroupBy::Run, &columns, Some(&csv), true)?;
+        println!(
+            "comparison: {} (spend: {})",
+            csv.display(),
+            sibling(&csv, "spend").display()
+        );
+    }
+    for (dir, _) in &folders {
+        println!("results: {}", dir.display());
+    }
+    Ok(worst)
+}

@@ -527,6 +527,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         run_info,
     };
     let store = RunDir::new(out.join(&run_name));
+    let _lock = crate::cli::common::hold_run_folder(&store.root)?; // held until the run ends
     let timeout = Duration::from_secs_f64(a.request_timeout.unwrap_or(120.0).max(0.001));
     let quirks = Quirks {
         max_retries: a.max_retries.unwrap_or(6),

@@ -228,3 +228,26 @@ pub fn print_comparison(
     }
     Ok(groups)
 }
+
+/// Hold a run folder for this `run` (one writer per folder, `results::lock`): exit 2 naming
+/// the holder when another process has it; the lock's warnings go to the log (one line each).
+pub fn hold_run_folder(dir: &Path) -> Result<crate::results::lock::RunLock, CliError> {
+    let lock = crate::results::lock::acquire(dir).map_err(|e| CliError {
+        code: e.exit_code(),
+        message: e.to_string(),
+    })?;
+    for w in &lock.warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(lock)
+}
+
+/// Say on stderr (one line) when a run folder being read is still being written by a `run`.
+pub fn note_in_progress(dir: &Path) {
+    if let Some(h) = crate::results::lock::holder(dir) {
+        eprintln!(
+            "in progress: {} is still being written by `vlm-eval run` ({h}); reading the episodes finished so far",
+            dir.display()
+        );
+    }
+}

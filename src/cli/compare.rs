@@ -80,6 +80,9 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
         .iter()
         .map(|p| open_run(p).map_err(|e| CliError::usage(e.to_string())))
         .collect::<Result<Vec<_>, _>>()?;
+    a.runs
+        .iter()
+        .for_each(|p| super::common::note_in_progress(p));
     let by = match a.by {
         By::Run => GroupBy::Run,
         By::Model => GroupBy::Model,

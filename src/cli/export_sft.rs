@@ -81,6 +81,9 @@ pub fn cmd_export_sft(a: ExportSftArgs) -> Result<i32, CliError> {
         .map(|p| open_run(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(read_err)?;
+    a.runs
+        .iter()
+        .for_each(|p| super::common::note_in_progress(p));
     if a.out.is_dir() {
         return Err(CliError::usage(format!(
             "--out {} is a folder; give a file name such as data.jsonl",

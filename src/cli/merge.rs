@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::error::CliError;
-use crate::eval::merge::merge_runs;
+use crate::eval::merge::{check_running, merge_runs};
 
 /// `vlm-eval merge` flags.
 #[derive(Args, Debug)]
@@ -19,10 +19,19 @@ pub struct MergeArgs {
     /// Replace --out if it exists: only an earlier run folder (with run.json) or an empty folder.
     #[arg(long)]
     pub force: bool,
+    /// Merge inputs still being written by a running `vlm-eval run` (only their finished
+    /// episodes); without it such an input is refused.
+    #[arg(long)]
+    pub allow_running: bool,
 }
 
 /// Run `vlm-eval merge`.
 pub fn cmd_merge(a: MergeArgs) -> Result<i32, CliError> {
+    let running = check_running(&a.runs, &a.out, a.allow_running).map_err(|e| CliError {
+        code: e.exit_code(),
+        message: e.to_string(),
+    })?;
+    running.iter().for_each(|w| tracing::warn!("{w}"));
     let outcome = merge_runs(&a.runs, &a.out, a.force).map_err(|e| CliError {
         code: e.exit_code(),
         message: e.to_string(),

@@ -54,6 +54,7 @@ pub fn cmd_report(a: ReportArgs) -> Result<i32, CliError> {
         ));
     }
     let run = open_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
+    super::common::note_in_progress(&a.run);
     let opts = ReportOptions {
         max_episodes: a.max_episodes,
         gif: !a.no_gif,

@@ -52,6 +52,16 @@ pub enum MergeError {
     /// Writing the merged run failed.
     #[error(transparent)]
     Write(#[from] StoreError),
+    /// An input (or --out) is still being written by a running `vlm-eval run`.
+    #[error("{run} is still being written by `vlm-eval run` ({holder}): {fix}")]
+    Running {
+        /// The held folder.
+        run: String,
+        /// Who holds it (`results::lock::Holder`).
+        holder: String,
+        /// What to do.
+        fix: &'static str,
+    },
 }
 
 impl MergeError {
@@ -419,6 +429,41 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
         copied,
         warnings,
     })
+}
+
+/// Refuse inputs that a running `vlm-eval run` still holds (`results::lock`), unless
+/// `allow_running`: then each held input gives a warning, and only the episodes finished when
+/// `merge_runs` reads it are merged (as for any unfinished episode). A held `out` is always
+/// refused. Asks without taking any lock, so it never gets in a starting run's way.
+pub fn check_running(
+    inputs: &[PathBuf],
+    out: &Path,
+    allow_running: bool,
+) -> Result<Vec<String>, MergeError> {
+    use crate::results::lock::holder;
+    if let Some(h) = holder(out) {
+        return Err(MergeError::Running {
+            run: out.display().to_string(),
+            holder: h.to_string(),
+            fix: "choose another --out",
+        });
+    }
+    let mut warnings = Vec::new();
+    for input in inputs {
+        let Some(h) = holder(input) else { continue };
+        if !allow_running {
+            return Err(MergeError::Running {
+                run: input.display().to_string(),
+                holder: h.to_string(),
+                fix: "wait for it to finish, or pass --allow-running to merge only its finished episodes",
+            });
+        }
+        warnings.push(format!(
+            "{} is still being written by `vlm-eval run` ({h}): only its episodes finished by now are merged (--allow-running)",
+            input.display()
+        ));
+    }
+    Ok(warnings)
 }
 
 #[cfg(test)]

@@ -345,6 +345,13 @@ pub fn build_report(run: &RunData, opts: &ReportOptions) -> Report {
     );
     html += &header(run);
     html += &cards(run, &summary);
+    if let Some(h) = crate::results::lock::holder(&run.dir) {
+        let _ = write!(
+            html,
+            r#"<div class="notice" id="in-progress">In progress: this run was still being written when the page was built ({}); it shows the episodes finished by then.</div>"#,
+            escape(&h.to_string())
+        );
+    }
     if !run.incomplete.is_empty() {
         let seeds: Vec<String> = run.incomplete.iter().map(|s| s.to_string()).collect();
         let _ = write!(

@@ -37,6 +37,8 @@ pub(super) struct RunPlan {
     timeout: Duration,
     quirks: Quirks,
     local_model: Option<LocalModel>,
+    /// The run folder's lock (`results::lock`), held until the run ends.
+    _lock: crate::results::lock::RunLock,
 }
 
 /// Turn a resolved run and its record into a plan; a local checkpoint is loaded here, before
@@ -73,6 +75,8 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
         run_info,
     };
     let store = RunDir::new(rr.out.join(&rr.run_name));
+    // One writer per run folder: refused here, before any request or change in the folder.
+    let lock = crate::cli::common::hold_run_folder(&store.root)?;
     let timeout = Duration::from_secs_f64(a.request_timeout.unwrap_or(120.0).max(0.001));
     let quirks = Quirks {
         max_retries: a.max_retries.unwrap_or(6),
@@ -110,6 +114,7 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
         timeout,
         quirks,
         local_model,
+        _lock: lock,
     })
 }
 
@@ -126,6 +131,7 @@ pub(super) async fn start_run(plan: RunPlan, display: &Display) -> Result<RunOut
         timeout,
         quirks,
         local_model,
+        _lock,
     } = plan;
     let mut _server = None;
     let model: Arc<dyn ChatModel> = match (local_model, model_name.as_str()) {

@@ -3,6 +3,7 @@
 //! neither.
 
 pub mod formats;
+pub mod frames;
 pub mod metrics;
 pub mod run;
 pub mod store;

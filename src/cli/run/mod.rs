@@ -192,6 +192,11 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(default)]
     pub allow_balrog_drift: bool,
+    /// Frame files to write: all (every env step), sent (only frames shown to the model) or
+    /// none; every frame's sha256 is recorded whichever, and `vlm-eval replay` renders the
+    /// rest again [default: all].
+    #[arg(long, value_enum)]
+    pub frames: Option<crate::results::frames::FramesMode>,
 }
 
 macro_rules! merge {
@@ -255,7 +260,8 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             turn_deadline,
             shard,
             device,
-            dtype
+            dtype,
+            frames
         );
         a.force |= file.force;
         a.quiet |= file.quiet;
@@ -471,6 +477,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "image_detail": a.image_detail,
         "run_name": run_name,
         "out": out,
+        "frames": a.frames.unwrap_or_default().as_str(),
     });
     if let (Some(obj), Value::Object(keys)) = (config.as_object_mut(), r.config_keys(r.play.parser))
     {
@@ -489,6 +496,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "system_prompt": system,
         "tools": tools,
         "textures": {"kind": textures.kind(), "fingerprint": textures.fingerprint()},
+        "engine_parity": crate::crafter::ENGINE_PARITY,
     });
     if let Some(texts) = &r.play.balrog {
         run_info["balrog"] = texts.record(a.allow_balrog_drift);
@@ -517,6 +525,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         }),
         api_seed: a.seed_param,
         play: r.play.clone(),
+        frames: a.frames.unwrap_or_default(),
     };
     let opts = RunOptions {
         episode,

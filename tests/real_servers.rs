@@ -300,6 +300,7 @@ fn options(seeds: Vec<i64>, turns: u32, budget: Budget) -> RunOptions {
             cache: None,
             api_seed: false,
             play: Default::default(),
+            frames: Default::default(),
         },
         seeds,
         concurrency: 1,

@@ -112,6 +112,7 @@ fn run_options(seeds: std::ops::Range<i64>, turns: u32, concurrency: usize) -> R
             cache: None,
             api_seed: false,
             play: Default::default(),
+            frames: Default::default(),
         },
         seeds: seeds.collect(),
         concurrency,
@@ -862,6 +863,7 @@ fn old_episode_files_without_retry_wait_still_parse() {
         wall_s: 0.0,
         spent: None,
         spent_before: None,
+        frames: None,
     })
     .unwrap();
     assert_eq!(ep["retry_wait_ms"], 12.5);

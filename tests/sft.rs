@@ -448,6 +448,7 @@ fn missing_partial_corrupt_and_older_runs() {
 
     let tampered = copy("tampered");
     let frame = tampered.join("episodes/seed_2/frames/step_0000.png");
+    let original = std::fs::read(&frame).unwrap();
     let mut bytes = std::fs::read(&frame).unwrap();
     let n = bytes.len();
     bytes[n - 20] ^= 1;
@@ -456,8 +457,24 @@ fn missing_partial_corrupt_and_older_runs() {
         &[&tampered],
         &["seed_2/frames/step_0000.png", "does not match"],
     );
+    // A missing frame is replayed from the trajectory (every frame's hash is recorded): the row
+    // holds the original file's bytes. Without an engine it can replay with, it is an error.
     std::fs::remove_file(&frame).unwrap();
-    fails(&[&tampered], &["seed_2/frames/step_0000.png", "missing"]);
+    let replayed = d.join("replayed.jsonl");
+    let o = export(&[&tampered], &replayed, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&original)
+    );
+    assert!(std::fs::read_to_string(&replayed).unwrap().contains(&url));
+    let mut info = read_json(&tampered.join("run.json"));
+    info["engine_parity"] = json!(0);
+    std::fs::write(tampered.join("run.json"), info.to_string()).unwrap();
+    fails(
+        &[&tampered],
+        &["seed_2/frames/step_0000.png", "missing", "engine parity"],
+    );
 
     // A trajectory's frame.path names a file inside the episode's frames/ folder, nothing else:
     // a crafted path (with its sha256 removed, or matching) cannot pull another file into the

@@ -10,7 +10,7 @@ use clap::Args;
 use super::error::CliError;
 
 use crate::report::sft::{
-    check_achievements, export_run, parse_min_progression, SftFilter, SftStats,
+    check_achievements, export_run_with, parse_min_progression, SftFilter, SftStats,
 };
 use crate::results::run::open_run;
 use crate::results::summary::ReadError;
@@ -33,6 +33,9 @@ pub struct ExportSftArgs {
     /// Keep only episodes with at least this progression: a fraction (0.25) or a percent (25%).
     #[arg(long, value_name = "X", allow_hyphen_values = true)]
     pub min_progression: Option<String>,
+    /// Directory with crafter's textures, to replay frames a run did not save (`--frames`).
+    #[arg(long)]
+    pub assets: Option<PathBuf>,
 }
 
 fn read_err(e: ReadError) -> CliError {
@@ -102,16 +105,24 @@ pub fn cmd_export_sft(a: ExportSftArgs) -> Result<i32, CliError> {
         .unwrap_or_else(|| "data.jsonl".into());
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let mut stats = SftStats::default();
+    let replayer = crate::eval::replay::RunReplayer::new(a.assets.clone());
     let mut warnings = Vec::new();
     let result = (|| -> Result<(), ReadError> {
         let file = File::create(&tmp).map_err(|e| write_err(&a.out, e))?;
         let mut w = BufWriter::new(file);
         for run in &runs {
-            export_run(run, &filter, &mut stats, &mut warnings, |row| {
-                serde_json::to_writer(&mut w, &row)
-                    .map_err(|e| write_err(&a.out, std::io::Error::other(e)))?;
-                w.write_all(b"\n").map_err(|e| write_err(&a.out, e))
-            })?;
+            export_run_with(
+                run,
+                &filter,
+                &mut stats,
+                &mut warnings,
+                Some(&replayer),
+                |row| {
+                    serde_json::to_writer(&mut w, &row)
+                        .map_err(|e| write_err(&a.out, std::io::Error::other(e)))?;
+                    w.write_all(b"\n").map_err(|e| write_err(&a.out, e))
+                },
+            )?;
         }
         let file = w
             .into_inner()

@@ -19,6 +19,7 @@ mod export_sft;
 mod frames;
 mod merge;
 mod presets;
+mod replay;
 mod report;
 pub mod run;
 mod serve_env;
@@ -69,6 +70,9 @@ pub enum Command {
     ServeEnv(serve_env::ServeArgs),
     /// List the protocol presets (`run --preset NAME`) and what each sets.
     Presets(presets::PresetsArgs),
+    /// Play a run's recorded actions again and check every frame against its recorded sha256;
+    /// write the frames to `--out DIR`, or back into the run folder with `--restore`.
+    Replay(replay::ReplayArgs),
 }
 
 /// `vlm-eval env …`
@@ -129,7 +133,7 @@ pub enum BaselineCommand {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 14] = [
+pub const SUBCOMMANDS: [&str; 15] = [
     "run",
     "env",
     "bench",
@@ -144,6 +148,7 @@ pub const SUBCOMMANDS: [&str; 14] = [
     "report",
     "serve-env",
     "presets",
+    "replay",
 ];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
@@ -180,5 +185,6 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Report(a) => report::cmd_report(a),
         Command::ServeEnv(a) => serve_env::cmd_serve_env(a),
         Command::Presets(a) => presets::cmd_presets(a),
+        Command::Replay(a) => replay::cmd_replay(a),
     }
 }

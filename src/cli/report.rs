@@ -6,7 +6,8 @@ use clap::Args;
 
 use super::error::CliError;
 
-use crate::report::html::{build_report, ReportOptions};
+use crate::eval::replay::RunReplayer;
+use crate::report::html::{build_report_with, ReportOptions};
 use crate::results::run::open_run;
 
 /// `vlm-eval report` flags.
@@ -32,6 +33,9 @@ pub struct ReportArgs {
     /// Most characters shown of one reasoning, reply or prompt text.
     #[arg(long, default_value_t = 2000)]
     pub text_limit: usize,
+    /// Directory with crafter's textures, to replay frames a run did not save (`--frames`).
+    #[arg(long)]
+    pub assets: Option<PathBuf>,
 }
 
 fn human(bytes: usize) -> String {
@@ -62,7 +66,8 @@ pub fn cmd_report(a: ReportArgs) -> Result<i32, CliError> {
         gif_frames: a.gif_frames,
         text_limit: a.text_limit,
     };
-    let report = build_report(&run, &opts);
+    let replayer = RunReplayer::new(a.assets.clone());
+    let report = build_report_with(&run, &opts, Some(&replayer));
     for w in &report.warnings {
         tracing::warn!("{w}");
     }

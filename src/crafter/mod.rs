@@ -19,5 +19,10 @@ pub mod world;
 pub mod worldgen;
 
 pub use env::{Env, EnvConfig, EnvError, StepOutcome};
+
+/// The engine's parity version, recorded in run.json (`engine_parity`): raised whenever a change
+/// makes the same seed, settings and actions give other states or frame pixels, or the saved
+/// frame PNGs other bytes, so `vlm-eval replay` can refuse runs it would not reproduce.
+pub const ENGINE_PARITY: u32 = 1;
 pub use rules::{Action, Material, ACHIEVEMENT_NAMES, ACTION_NAMES, ITEM_NAMES};
 pub use textures::TextureSet;

@@ -19,6 +19,7 @@ use crate::model::{BoxFuture, ChatModel, ChatReply, ChatRequest, ModelError};
 
 use super::episode::EpisodeConfig;
 use super::runner::{run, RunOptions};
+use crate::results::frames::FramesMode;
 use crate::results::store::RunDir;
 
 /// Harness benchmark figures.
@@ -43,6 +44,11 @@ pub struct HarnessBenchReport {
     pub harness_ms_per_turn: f64,
     /// Frame size used.
     pub image_size: usize,
+    /// Harness time per turn under each `--frames` mode (`all`, `sent`, `none`), ms, measured
+    /// in this run one after another (`harness_ms_per_turn` is `all`'s).
+    pub harness_ms_per_turn_by_frames: Vec<(String, f64)>,
+    /// Frame files written per turn under each `--frames` mode, and their bytes per turn.
+    pub frame_files_per_turn_by_frames: Vec<(String, f64, f64)>,
 }
 
 /// A model that answers like another after a fixed delay.
@@ -96,6 +102,7 @@ fn options(
     concurrency: usize,
     image_size: usize,
     textures: Arc<TextureSet>,
+    frames: FramesMode,
 ) -> RunOptions {
     let conversation = ConversationConfig {
         system: Prompts::builtin().system(Protocol::Tool, 8),
@@ -123,6 +130,7 @@ fn options(
             cache: None,
             api_seed: false,
             play: Default::default(),
+            frames,
         },
         seeds: (0..seeds as i64).collect(),
         concurrency,
@@ -154,7 +162,14 @@ pub async fn bench_harness(
         let mut cfg = OpenAiConfig::new(server.base_url(), "bench");
         cfg.max_retries = 0;
         let model: Arc<dyn ChatModel> = Arc::new(OpenAiModel::new(cfg).map_err(|e| e.to_string())?);
-        let opts = options(episodes, turns, concurrency, image_size, textures.clone());
+        let opts = options(
+            episodes,
+            turns,
+            concurrency,
+            image_size,
+            textures.clone(),
+            FramesMode::All,
+        );
         let t = Instant::now();
         let out = run(opts, RunDir::new(dir.join("latency")), model)
             .await
@@ -169,20 +184,36 @@ pub async fn bench_harness(
         let rounds = episodes.div_ceil(concurrency.max(1)) as f64;
         let ideal_s = rounds * turns as f64 * latency_ms as f64 / 1000.0;
 
-        // Harness work per turn: one episode at a time, in-process model, its time subtracted.
-        let timed = Arc::new(Timed {
-            inner: ScriptedModel,
-            nanos: AtomicU64::new(0),
-        });
+        // Harness work per turn: one episode at a time, in-process model, its time subtracted;
+        // once per `--frames` mode.
         let n = episodes.min(16);
-        let opts = options(n, turns, 1, image_size, textures);
-        let t = Instant::now();
-        let out = run(opts, RunDir::new(dir.join("work")), timed.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        let total = t.elapsed().as_secs_f64();
-        let model_s = timed.nanos.load(Ordering::Relaxed) as f64 / 1e9;
-        let played_turns: u32 = out.episodes.iter().map(|e| e.turns).sum();
+        let mut by_mode = Vec::new();
+        let mut files = Vec::new();
+        for mode in [FramesMode::All, FramesMode::Sent, FramesMode::None] {
+            let timed = Arc::new(Timed {
+                inner: ScriptedModel,
+                nanos: AtomicU64::new(0),
+            });
+            let opts = options(n, turns, 1, image_size, textures.clone(), mode);
+            let work = dir.join(format!("work-{}", mode.as_str()));
+            let t = Instant::now();
+            let out = run(opts, RunDir::new(work.clone()), timed.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            let total = t.elapsed().as_secs_f64();
+            let model_s = timed.nanos.load(Ordering::Relaxed) as f64 / 1e9;
+            let played = out.episodes.iter().map(|e| e.turns).sum::<u32>().max(1) as f64;
+            by_mode.push((
+                mode.as_str().to_string(),
+                (total - model_s) * 1000.0 / played,
+            ));
+            let (count, bytes) = png_files(&work);
+            files.push((
+                mode.as_str().to_string(),
+                count as f64 / played,
+                bytes as f64 / played,
+            ));
+        }
         Ok(HarnessBenchReport {
             episodes,
             turns,
@@ -191,11 +222,33 @@ pub async fn bench_harness(
             wall_s,
             ideal_s,
             ratio: wall_s / ideal_s.max(1e-9),
-            harness_ms_per_turn: (total - model_s) * 1000.0 / played_turns.max(1) as f64,
+            harness_ms_per_turn: by_mode[0].1,
             image_size,
+            harness_ms_per_turn_by_frames: by_mode,
+            frame_files_per_turn_by_frames: files,
         })
     }
     .await;
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// PNG files under a folder and their total bytes.
+fn png_files(dir: &std::path::Path) -> (u64, u64) {
+    let (mut n, mut bytes) = (0, 0);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            let (a, b) = png_files(&p);
+            n += a;
+            bytes += b;
+        } else if p.extension().is_some_and(|x| x == "png") {
+            n += 1;
+            bytes += e.metadata().map(|m| m.len()).unwrap_or(0);
+        }
+    }
+    (n, bytes)
 }

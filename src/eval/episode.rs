@@ -15,6 +15,7 @@ use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
 use crate::model::{ChatModel, ChatReply, Usage};
 use crate::results::formats::Spend;
+use crate::results::frames::{frames_sha256, EpisodeFrames, FrameHash, FramesMode};
 
 use super::budget::Budget;
 use super::cache::ResponseCache;
@@ -48,6 +49,44 @@ pub struct EpisodeConfig {
     pub api_seed: bool,
     /// The protocol around the model: layout, parser, feedback, reset and render (presets).
     pub play: PlayOptions,
+    /// Which frame files to write (`--frames`); every frame's hash is recorded whichever.
+    pub frames: FramesMode,
+}
+
+/// An episode's frames as the run records them: each rendered frame encoded once (the PNG sent
+/// to the model and saved), hashed, and written when `--frames all` says so.
+struct FrameLog {
+    mode: FramesMode,
+    image_size: usize,
+    hashes: Vec<String>,
+}
+
+impl FrameLog {
+    /// Encode and hash the env's current frame, write it under `all`; returns the PNG and its
+    /// sha256.
+    fn take(
+        &mut self,
+        env: &Env,
+        writer: &EpisodeWriter,
+    ) -> Result<(Arc<Vec<u8>>, String), StoreError> {
+        let png = Arc::new(encode_png(env.frame(), self.image_size));
+        let hash = sha256_hex(&png);
+        if self.mode.writes_every_step() {
+            writer.write_frame(env.step_count(), png.clone())?;
+        }
+        self.hashes.push(hash.clone());
+        Ok((png, hash))
+    }
+
+    /// episode.json's `frames`.
+    fn summary(&self, reset: Vec<FrameHash>) -> EpisodeFrames {
+        EpisodeFrames {
+            saved: self.mode,
+            count: self.hashes.len() as u32,
+            sha256: frames_sha256(self.hashes.iter().map(String::as_str)),
+            reset,
+        }
+    }
 }
 
 fn add(total: Option<u64>, part: Option<u64>, first: bool) -> Option<u64> {
@@ -89,15 +128,26 @@ pub async fn run_episode(
     // Sizes are validated by the CLI before a run starts.
     let mut env = Env::new(env_cfg, &cfg.textures).expect("validated env config");
     env.reset();
-    let mut frame = Arc::new(encode_png(env.frame(), cfg.image_size));
-    writer.write_frame(0, frame.clone())?;
+    let mut log = FrameLog {
+        mode: cfg.frames,
+        image_size: cfg.image_size,
+        hashes: Vec::new(),
+    };
+    let (mut frame, mut frame_hash) = log.take(&env, &writer)?;
+    let mut reset_frames = vec![FrameHash {
+        step: 0,
+        sha256: frame_hash.clone(),
+    }];
     let mut num_steps = 0u32;
     if cfg.play.reset_noop {
         // BALROG's reset plays one Noop before the first observation (its reward is not counted).
         cfg.play.step(&mut env, Action::Noop);
         num_steps += 1;
-        frame = Arc::new(encode_png(env.frame(), cfg.image_size));
-        writer.write_frame(env.step_count(), frame.clone())?;
+        (frame, frame_hash) = log.take(&env, &writer)?;
+        reset_frames.push(FrameHash {
+            step: env.step_count(),
+            sha256: frame_hash.clone(),
+        });
     }
     let mut conv_cfg = cfg.conversation.clone();
     if cfg.api_seed {
@@ -124,7 +174,10 @@ pub async fn run_episode(
         let (observation, user, request) =
             (&prompted.observation, &prompted.user, &prompted.request);
         let step_before = env.step_count();
-        let sent_frame = frame.clone();
+        let sent_hash = frame_hash.clone();
+        if cfg.frames == FramesMode::Sent && user.image_count() > 0 {
+            writer.write_frame(step_before, frame.clone())?;
+        }
         let answer = match &cfg.cache {
             Some(cache) => cache.chat(model, request, seed, turn).await,
             None => model.chat_traced(request).await.map(|r| (r, false)),
@@ -181,8 +234,7 @@ pub async fn run_episode(
             let out = cfg.play.step(&mut env, *action);
             num_steps += 1;
             ret += out.reward;
-            frame = Arc::new(encode_png(env.frame(), cfg.image_size));
-            writer.write_frame(env.step_count(), frame.clone())?;
+            (frame, frame_hash) = log.take(&env, &writer)?;
             let counts = env.world().player.achievements;
             for &i in &out.unlocked {
                 unlock_step
@@ -197,6 +249,7 @@ pub async fn run_episode(
                 "unlocked": out.unlocked.iter().map(|&i| ACHIEVEMENT_NAMES[i]).collect::<Vec<_>>(),
                 "done": out.done,
                 "frame": EpisodeWriter::frame_rel(env.step_count()),
+                "frame_sha256": frame_hash,
             }));
             on_turn(turn, &out.unlocked);
             if out.done {
@@ -221,7 +274,7 @@ pub async fn run_episode(
             "observation": observation,
             "note": prompted.note,
             "user_text": user.joined_text(),
-            "frame": {"path": frame_rel, "sha256": sha256_hex(&sent_frame), "sent": user.image_count() > 0},
+            "frame": {"path": frame_rel, "sha256": sent_hash, "sent": user.image_count() > 0},
             "request": {
                 "messages": request.messages.len(),
                 "images": request.messages.iter().map(|m| m.image_count()).sum::<usize>(),
@@ -283,6 +336,7 @@ pub async fn run_episode(
         wall_s: started.elapsed().as_secs_f64(),
         spent: Some(spent.priced(cfg.prices)),
         spent_before,
+        frames: Some(log.summary(reset_frames)),
     };
     writer.finish(&result).await?;
     Ok(result)

@@ -91,8 +91,9 @@ pub struct MergeOutcome {
 }
 
 /// Config keys that may differ between shards of one run (`endpoint` too, with a warning:
-/// shards may each use their own server of the same model).
-const VOLATILE: [&str; 8] = [
+/// shards may each use their own server of the same model; `frames` changes no score, and the
+/// merged run.json says `mixed` when the inputs differ).
+const VOLATILE: [&str; 9] = [
     "seeds",
     "shard",
     "run_name",
@@ -101,6 +102,7 @@ const VOLATILE: [&str; 8] = [
     "quiet",
     "force",
     "endpoint",
+    "frames",
 ];
 
 /// The settings that must agree between inputs.
@@ -118,6 +120,7 @@ fn compat_key(info: &Value) -> BTreeMap<String, Value> {
         "textures.fingerprint".into(),
         info["textures"]["fingerprint"].clone(),
     );
+    key.insert("engine_parity".into(), info["engine_parity"].clone());
     key
 }
 
@@ -381,6 +384,18 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
         config.insert("seeds".into(), json!(seeds));
         config.insert("run_name".into(), json!(run_name));
         config.insert("out".into(), json!(out.parent().unwrap_or(Path::new("."))));
+        let modes: BTreeSet<String> = runs
+            .iter()
+            .map(|r| {
+                r.info["config"]["frames"]
+                    .as_str()
+                    .unwrap_or("all")
+                    .to_string()
+            })
+            .collect();
+        if modes.len() > 1 {
+            config.insert("frames".into(), json!("mixed"));
+        }
     }
     let times = |field: &str| -> Vec<String> {
         runs.iter()

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod episode;
 pub mod frames;
 pub mod merge;
+pub mod replay;
 pub mod runner;
 pub mod shard;
 pub mod startup;

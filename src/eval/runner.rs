@@ -99,7 +99,7 @@ fn say(bar: &ProgressBar, line: String) {
 fn resume_key(info: &Value) -> Value {
     let mut key = info.get("config").cloned().unwrap_or(Value::Null);
     if let Some(obj) = key.as_object_mut() {
-        for volatile in ["concurrency", "force", "seeds", "run_name", "out"] {
+        for volatile in ["concurrency", "force", "seeds", "run_name", "out", "frames"] {
             obj.remove(volatile);
         }
     }

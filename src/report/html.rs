@@ -304,6 +304,16 @@ fn achievement_chart(run: &RunData, s: &Summary) -> String {
 /// Build the page for an opened run. Never fails: unreadable parts become warnings (each
 /// naming its file) shown in the page and returned.
 pub fn build_report(run: &RunData, opts: &ReportOptions) -> Report {
+    build_report_with(run, opts, None)
+}
+
+/// [`build_report`] with a way to replay frames the run folder lacks (runs made with
+/// `--frames sent` or `none`); without one they are placeholders and a warning.
+pub fn build_report_with(
+    run: &RunData,
+    opts: &ReportOptions,
+    replayer: Option<&dyn crate::results::frames::Replayer>,
+) -> Report {
     let summary = summarize(&run.model(), &run.episodes);
     let mut warnings = Vec::new();
     let mut progress = Vec::new();
@@ -327,6 +337,7 @@ pub fn build_report(run: &RunData, opts: &ReportOptions) -> Report {
                 opts,
                 i == 0,
                 &mut warnings,
+                replayer,
             );
         }
     }

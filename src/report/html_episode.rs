@@ -12,6 +12,7 @@ use image::{Delay, Frame, RgbaImage};
 use serde_json::Value;
 
 use crate::results::formats::EpisodeResult;
+use crate::results::frames::{step_of_rel, FrameReader, Replayer};
 
 use super::html::{escape, ReportOptions};
 use crate::results::run::RunData;
@@ -71,9 +72,11 @@ pub(super) fn mean_progress(progress: &[Vec<usize>]) -> Vec<f64> {
         .collect()
 }
 
-/// Frame files of one episode, read and (when larger than the limit) scaled down; failures
-/// are remembered per file for one warning.
-struct Frames {
+/// Frames of one episode (files, else replayed: [`FrameReader`]), read and (when larger than
+/// the limit) scaled down; failures are remembered per file for one warning.
+struct Frames<'a> {
+    reader: FrameReader<'a>,
+    seed: i64,
     dir: PathBuf,
     size: u32,
     failed: BTreeMap<String, String>,
@@ -83,16 +86,22 @@ fn frame_rel(step: u64) -> String {
     format!("frames/step_{step:04}.png")
 }
 
-impl Frames {
+impl Frames<'_> {
     fn read(&mut self, rel: &str) -> Option<RgbaImage> {
         let path = self.dir.join(rel);
-        let result = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                image::load_from_memory(&bytes)
-                    .map(|img| img.to_rgba8())
-                    .map_err(|e| e.to_string())
-            });
+        let bytes = match step_of_rel(rel) {
+            Some(step) => self
+                .reader
+                .load(self.seed, step)
+                .map(|(png, _)| png)
+                .map_err(|e| e.reason()),
+            None => std::fs::read(&path).map_err(|e| e.to_string()),
+        };
+        let result = bytes.and_then(|bytes| {
+            image::load_from_memory(&bytes)
+                .map(|img| img.to_rgba8())
+                .map_err(|e| e.to_string())
+        });
         match result {
             Ok(v) => Some(v),
             Err(e) => {
@@ -144,7 +153,11 @@ fn data_url(mime: &str, bytes: &[u8]) -> String {
 
 /// An animated GIF of the episode's frames (sampled to at most `max_frames`), with how many
 /// steps one GIF frame advances.
-fn episode_gif(frames: &mut Frames, num_steps: u32, max_frames: usize) -> Option<(String, usize)> {
+fn episode_gif(
+    frames: &mut Frames<'_>,
+    num_steps: u32,
+    max_frames: usize,
+) -> Option<(String, usize)> {
     let n = num_steps as usize + 1;
     let every = n.div_ceil(max_frames.max(1));
     let mut steps: Vec<usize> = (0..n).step_by(every).collect();
@@ -234,7 +247,7 @@ fn turn_frame(line: &Value) -> (Option<String>, Option<bool>) {
     (rel, line["frame"]["sent"].as_bool())
 }
 
-fn turn_row(line: &Value, frames: &mut Frames, default_sent: bool, limit: usize) -> String {
+fn turn_row(line: &Value, frames: &mut Frames<'_>, default_sent: bool, limit: usize) -> String {
     let num = |v: &Value| {
         v.as_u64()
             .map(|n| n.to_string())
@@ -361,8 +374,11 @@ pub(super) fn episode_section(
     opts: &ReportOptions,
     open: bool,
     warnings: &mut Vec<String>,
+    replayer: Option<&dyn Replayer>,
 ) -> String {
     let mut frames = Frames {
+        reader: FrameReader::new(&run.dir, replayer),
+        seed: ep.seed,
         dir: run.episode_dir(ep.seed),
         size: opts.frame_size,
         failed: BTreeMap::new(),

@@ -118,4 +118,14 @@ mod tests {
         assert!(protocol_differences(&p, &p).is_empty());
         assert!(protocol_differences(&Value::Null, &p).is_empty());
     }
+
+    #[test]
+    fn frame_files_are_not_protocol() {
+        // `--frames` changes which PNG files exist, never a score.
+        let all = json!({"config": {"image_size": 64, "frames": "all"}, "engine_parity": 1});
+        let mut none = all.clone();
+        none["config"]["frames"] = json!("none");
+        assert_eq!(protocol_of(&all), protocol_of(&none));
+        assert!(protocol_of(&all).get("frames").is_none());
+    }
 }

@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::crafter::ACHIEVEMENT_NAMES;
 use crate::results::formats::EpisodeResult;
+use crate::results::frames::{step_of_rel, FrameError, FrameReader, Replayer};
 
 use crate::results::run::RunData;
 use crate::results::summary::ReadError;
@@ -170,8 +171,15 @@ fn assistant_message(reply: &Value) -> Option<(Value, usize)> {
     Some((Value::Object(m), n))
 }
 
-/// The frame of a turn as a data URL, verified against the recorded sha256.
-fn frame_url(run: &RunData, seed: i64, t: &Value, line: usize) -> Result<String, ReadError> {
+/// The frame of a turn as a data URL (its file, else replayed), verified against the recorded
+/// sha256.
+fn frame_url(
+    run: &RunData,
+    seed: i64,
+    t: &Value,
+    line: usize,
+    frames: &mut FrameReader<'_>,
+) -> Result<String, ReadError> {
     let dir = run.episode_dir(seed);
     let traj = dir.join("trajectory.jsonl");
     let rel = t["frame"]["path"]
@@ -184,15 +192,28 @@ fn frame_url(run: &RunData, seed: i64, t: &Value, line: usize) -> Result<String,
         ));
     }
     let path = dir.join(rel);
-    let png = std::fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => corrupt(
-            &path,
-            format!("missing (the frame of turn line {line} in {}); the run folder is incomplete: copy it whole", traj.display()),
-        ),
-        _ => ReadError::Io {
+    let loaded = match step_of_rel(rel) {
+        Some(step) => frames.load(seed, step).map(|(png, _)| png),
+        None => std::fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => FrameError::Missing {
+                path: path.display().to_string(),
+                why: "no such file".into(),
+            },
+            _ => FrameError::Io {
+                path: path.display().to_string(),
+                source: e,
+            },
+        }),
+    };
+    let png = loaded.map_err(|e| match e {
+        FrameError::Io { source, .. } => ReadError::Io {
             path: path.display().to_string(),
-            source: e,
+            source,
         },
+        e => corrupt(
+            &path,
+            format!("missing (the frame of turn line {line} in {}) and not replayable: {}; copy the run folder whole, or make its textures findable (--assets)", traj.display(), e.reason()),
+        ),
     })?;
     let got = format!("{:x}", Sha256::digest(&png));
     if let Some(want) = t["frame"]["sha256"].as_str() {
@@ -218,8 +239,21 @@ pub fn export_run(
     filter: &SftFilter,
     stats: &mut SftStats,
     warnings: &mut Vec<String>,
+    emit: impl FnMut(Value) -> Result<(), ReadError>,
+) -> Result<(), ReadError> {
+    export_run_with(run, filter, stats, warnings, None, emit)
+}
+
+/// [`export_run`] with a way to replay the frames the run folder lacks (`--frames sent|none`).
+pub fn export_run_with(
+    run: &RunData,
+    filter: &SftFilter,
+    stats: &mut SftStats,
+    warnings: &mut Vec<String>,
+    replayer: Option<&dyn Replayer>,
     mut emit: impl FnMut(Value) -> Result<(), ReadError>,
 ) -> Result<(), ReadError> {
+    let mut frames = FrameReader::new(&run.dir, replayer);
     let ctx = RunContext::new(run, warnings);
     stats.episodes_unfinished += run.incomplete.len();
     if !run.incomplete.is_empty() {
@@ -279,7 +313,7 @@ pub fn export_run(
                 if !text.is_empty() {
                     parts.push(json!({"type": "text", "text": text}));
                 }
-                parts.push(json!({"type": "image_url", "image_url": {"url": frame_url(run, ep.seed, t, line)?}}));
+                parts.push(json!({"type": "image_url", "image_url": {"url": frame_url(run, ep.seed, t, line, &mut frames)?}}));
                 Value::Array(parts)
             } else {
                 Value::String(text)

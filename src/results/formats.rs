@@ -139,6 +139,10 @@ pub struct EpisodeResult {
     /// of the run folder replaced); absent when there were none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_before: Option<Spend>,
+    /// Which frame files were written and the hash over every frame's hash (absent in episodes
+    /// written before vlm-eval recorded frame hashes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<crate::results::frames::EpisodeFrames>,
 }
 
 impl EpisodeResult {

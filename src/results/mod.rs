@@ -3,6 +3,7 @@
 //! neither.
 
 pub mod formats;
+pub mod frames;
 pub mod lock;
 pub mod metrics;
 pub mod run;

@@ -118,6 +118,16 @@ pub fn cmd_bench_harness(a: BenchHarnessArgs) -> Result<i32, CliError> {
             "harness work per turn at {}x{}: {:.3} ms (model time excluded)",
             r.image_size, r.image_size, r.harness_ms_per_turn
         );
+        for ((mode, ms), (_, files, bytes)) in r
+            .harness_ms_per_turn_by_frames
+            .iter()
+            .zip(&r.frame_files_per_turn_by_frames)
+        {
+            println!(
+                "  --frames {mode}: {ms:.3} ms per turn, {files:.2} frame files and {:.1} KB per turn",
+                bytes / 1000.0
+            );
+        }
     }
     Ok(0)
 }

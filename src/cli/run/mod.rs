@@ -180,6 +180,11 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(default)]
     pub allow_balrog_drift: bool,
+    /// Frame files to write: all (every env step), sent (only frames shown to the model) or
+    /// none; every frame's sha256 is recorded whichever, and `vlm-eval replay` renders the
+    /// rest again [default: all].
+    #[arg(long, value_enum)]
+    pub frames: Option<crate::results::frames::FramesMode>,
     /// `[[models]]` in `--config`: the model matrix, each model with its own endpoint.
     #[arg(skip)]
     #[serde(default)]

@@ -37,6 +37,7 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         "image_detail": a.image_detail,
         "run_name": rr.run_name,
         "out": rr.out,
+        "frames": a.frames.unwrap_or_default().as_str(),
     });
     if let (Some(obj), Value::Object(keys)) = (config.as_object_mut(), r.config_keys(r.play.parser))
     {
@@ -56,6 +57,7 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         "system_prompt": system,
         "tools": tools,
         "textures": {"kind": rr.textures.kind(), "fingerprint": rr.textures.fingerprint()},
+        "engine_parity": crate::crafter::ENGINE_PARITY,
     });
     if let Some(texts) = &r.play.balrog {
         run_info["balrog"] = texts.record(a.allow_balrog_drift);

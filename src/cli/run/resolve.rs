@@ -82,7 +82,8 @@ pub(super) fn merge_config(mut a: RunArgs) -> Result<RunArgs, CliError> {
         turn_deadline,
         shard,
         device,
-        dtype
+        dtype,
+        frames
     );
     a.force |= file.force;
     a.quiet |= file.quiet;

@@ -65,6 +65,7 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
         }),
         api_seed: a.seed_param,
         play: r.play.clone(),
+        frames: a.frames.unwrap_or_default(),
     };
     let opts = RunOptions {
         episode,

@@ -1,0 +1,492 @@
+//! Frames by hash and replay (`--frames`, `vlm-eval replay`): a run with `--frames none` then
+//! `replay` gives files byte-identical to the same run with `--frames all`, at 64 and 256 px
+//! with night frames, and under the balrog preset (its reset Noop and double render); every
+//! frame's recorded sha256 is that of the file the `all` run wrote; `sent` keeps exactly the
+//! frames the model was shown; readers (export-sft, report) replay what is missing; a hand-edited
+//! trajectory stops replay at the edited step; bad input exits 2 with one line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+fn vlm_eval(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("BALROG_SRC")
+        .env("VLM_EVAL_NO_FETCH", "1")
+        .output()
+        .expect("run vlm-eval")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("frames-replay-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn sha(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// Every PNG under a folder (recursively), by path relative to it.
+fn pngs(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if p.extension().is_some_and(|x| x == "png") {
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Play one run with the given `--frames` mode; returns its folder.
+fn play(out: &Path, name: &str, frames: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec![
+        "--out",
+        out.to_str().unwrap(),
+        "--run-name",
+        name,
+        "--quiet",
+        "--frames",
+        frames,
+    ];
+    args.extend_from_slice(extra);
+    let o = vlm_eval(&args);
+    assert!(o.status.success(), "{name}: {}", stderr(&o));
+    out.join(name)
+}
+
+/// The `all` run's frames against the trajectory's hashes: every executed frame's
+/// `frame_sha256`, every sent frame's `frame.sha256`, the reset frames and the episode hash.
+fn hashes_match_files(run: &Path, seed: i64) {
+    let ep_dir = run.join(format!("episodes/seed_{seed}"));
+    let file =
+        |step: u64| std::fs::read(ep_dir.join(format!("frames/step_{step:04}.png"))).unwrap();
+    let ep = json(&ep_dir.join("episode.json"));
+    let mut all = BTreeMap::new();
+    for r in ep["frames"]["reset"].as_array().unwrap() {
+        let step = r["step"].as_u64().unwrap();
+        assert_eq!(
+            r["sha256"].as_str().unwrap(),
+            sha(&file(step)),
+            "reset {step}"
+        );
+        all.insert(step, r["sha256"].as_str().unwrap().to_string());
+    }
+    for t in lines(&ep_dir.join("trajectory.jsonl")) {
+        let step = t["step"].as_u64().unwrap();
+        assert_eq!(t["frame"]["sha256"].as_str().unwrap(), sha(&file(step)));
+        for e in t["executed"].as_array().into_iter().flatten() {
+            let step = e["step"].as_u64().unwrap();
+            let h = e["frame_sha256"].as_str().unwrap();
+            assert_eq!(h, sha(&file(step)), "step {step}");
+            all.insert(step, h.to_string());
+        }
+    }
+    let n = ep["num_steps"].as_u64().unwrap();
+    assert_eq!(all.len() as u64, n + 1, "a hash for every frame");
+    assert_eq!(ep["frames"]["count"], n + 1);
+    let joined: String = all.values().map(|h| format!("{h}\n")).collect();
+    assert_eq!(
+        ep["frames"]["sha256"].as_str().unwrap(),
+        sha(joined.as_bytes())
+    );
+}
+
+/// `--frames none` then `replay --out` gives the `all` run's files, byte for byte.
+fn none_replays_to_all(d: &Path, size: &str, seed: &str, extra: &[&str]) {
+    let mut args = vec!["--seed-list", seed, "--image-size", size];
+    args.extend_from_slice(extra);
+    let all = play(d, "all", "all", &args);
+    let none = play(d, "none", "none", &args);
+    let seed: i64 = seed.parse().unwrap();
+    let ep = json(&all.join(format!("episodes/seed_{seed}/episode.json")));
+    let n = ep["num_steps"].as_u64().unwrap();
+    assert!(
+        n >= 180,
+        "the episode reaches the night (steps 148..=272): {n} steps"
+    );
+    hashes_match_files(&all, seed);
+    assert!(pngs(&none).is_empty(), "--frames none writes no PNG");
+    let ep_none = json(&none.join(format!("episodes/seed_{seed}/episode.json")));
+    assert_eq!(ep_none["frames"]["sha256"], ep["frames"]["sha256"]);
+    assert_eq!(ep_none["frames"]["saved"], "none");
+    assert_eq!(json(&none.join("run.json"))["config"]["frames"], "none");
+
+    let out = d.join("replayed");
+    let o = vlm_eval(&[
+        "replay",
+        none.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("{} frames", n + 1)));
+    let want = pngs(&all);
+    let got = pngs(&out);
+    assert_eq!(got.len() as u64, n + 1);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (k, v) in &want {
+        assert!(got[k] == *v, "{k} differs from the `all` run's file");
+    }
+    assert!(
+        pngs(&none).is_empty(),
+        "replay --out never writes into the run"
+    );
+
+    // --restore brings the files back into the run folder itself.
+    let o = vlm_eval(&["replay", none.to_str().unwrap(), "--restore"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(pngs(&none), want);
+}
+
+#[test]
+fn none_then_replay_equals_all_at_64_px_with_night() {
+    let d = tmp("64");
+    none_replays_to_all(&d, "64", "3", &["--model", "random", "--steps", "70"]);
+}
+
+#[test]
+fn none_then_replay_equals_all_at_256_px_with_night() {
+    let d = tmp("256");
+    none_replays_to_all(&d, "256", "3", &["--model", "random", "--steps", "70"]);
+}
+
+#[test]
+fn balrog_preset_none_then_replay_equals_all() {
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/balrog/reference");
+    if !reference.join("balrog/evaluator.py").is_file() {
+        println!("SKIP: ../shared/balrog/reference (BALROG's checkout) is absent");
+        return;
+    }
+    let official = vlm_eval_textures_official();
+    if !official {
+        println!("SKIP: crafter's official textures not found (set CRAFTER_ASSETS)");
+        return;
+    }
+    let d = tmp("balrog");
+    let src = reference.to_str().unwrap().to_string();
+    none_replays_to_all(
+        &d,
+        "256",
+        "4",
+        &[
+            "--preset",
+            "balrog",
+            "--model",
+            "mock",
+            "--steps",
+            "200",
+            "--balrog-src",
+            &src,
+        ],
+    );
+}
+
+fn vlm_eval_textures_official() -> bool {
+    vlm_eval::crafter::TextureSet::discover(None)
+        .map(|(t, _)| t.kind())
+        .ok()
+        == Some("official")
+}
+
+#[test]
+fn sent_keeps_the_frames_shown_and_readers_replay_the_rest() {
+    let d = tmp("sent");
+    let args = ["--model", "scripted", "--seeds", "2", "--steps", "6"];
+    let all = play(&d, "all", "all", &args);
+    let sent = play(&d, "sent", "sent", &args);
+    for seed in 0..2 {
+        let ep_dir = sent.join(format!("episodes/seed_{seed}"));
+        let mut shown: Vec<String> = lines(&ep_dir.join("trajectory.jsonl"))
+            .iter()
+            .filter(|t| t["frame"]["sent"] == true)
+            .map(|t| format!("frames/step_{:04}.png", t["step"].as_u64().unwrap()))
+            .collect();
+        shown.sort();
+        assert!(!shown.is_empty());
+        let files: Vec<String> = pngs(&ep_dir).into_keys().collect();
+        assert_eq!(files, shown, "seed {seed}: exactly the frames sent");
+        for (k, v) in pngs(&ep_dir) {
+            let a = std::fs::read(all.join(format!("episodes/seed_{seed}")).join(&k)).unwrap();
+            assert!(a == v, "{k}");
+        }
+    }
+
+    // export-sft of a `none` run gives the `all` run's rows (frames replayed).
+    let none = play(&d, "none", "none", &args);
+    let export = |run: &Path, out: &Path| {
+        let o = vlm_eval(&[
+            "export-sft",
+            run.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut rows = lines(out);
+        for r in &mut rows {
+            r["metadata"].as_object_mut().unwrap().remove("run");
+        }
+        serde_json::to_string(&rows).unwrap()
+    };
+    let a = export(&all, &d.join("all.jsonl"));
+    let b = export(&none, &d.join("none.jsonl"));
+    assert!(a.contains("data:image/png;base64,"));
+    assert!(
+        a == b,
+        "export-sft of the none run differs from the all run's"
+    );
+
+    // The report shows every frame (no placeholder, no warning).
+    let o = vlm_eval(&[
+        "report",
+        none.to_str().unwrap(),
+        "--out",
+        d.join("r.html").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(!html.contains("frame missing") && !html.contains("no frames"));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("warning"));
+
+    // Shards made with `none` merge, and the merged run replays.
+    let s0 = play(
+        &d,
+        "s0",
+        "none",
+        &[
+            "--model", "scripted", "--seeds", "2", "--steps", "6", "--shard", "0/2",
+        ],
+    );
+    let s1 = play(
+        &d,
+        "s1",
+        "sent",
+        &[
+            "--model", "scripted", "--seeds", "2", "--steps", "6", "--shard", "1/2",
+        ],
+    );
+    let merged = d.join("merged");
+    let o = vlm_eval(&[
+        "merge",
+        s0.to_str().unwrap(),
+        s1.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&merged.join("run.json"))["config"]["frames"], "mixed");
+    let o = vlm_eval(&[
+        "replay",
+        merged.to_str().unwrap(),
+        "--out",
+        d.join("m").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(pngs(&d.join("m")), pngs(&all));
+}
+
+#[test]
+fn an_edited_trajectory_stops_replay_at_that_step() {
+    let d = tmp("edited");
+    let run = play(
+        &d,
+        "r",
+        "none",
+        &["--model", "scripted", "--seed-list", "5", "--steps", "8"],
+    );
+    let path = run.join("episodes/seed_5/trajectory.jsonl");
+    let mut rows = lines(&path);
+    // The first executed move whose frame differs from the one before: played as its opposite,
+    // the frame must differ there.
+    let mut prev: String;
+    let mut edited = None;
+    'rows: for r in rows.iter_mut() {
+        prev = r["frame"]["sha256"].as_str().unwrap().to_string();
+        for e in r["executed"].as_array_mut().unwrap() {
+            let h = e["frame_sha256"].as_str().unwrap().to_string();
+            let opposite = match e["action"].as_str().unwrap() {
+                "move_left" => Some("move_right"),
+                "move_right" => Some("move_left"),
+                "move_up" => Some("move_down"),
+                "move_down" => Some("move_up"),
+                _ => None,
+            };
+            if let (Some(o), true) = (opposite, h != prev) {
+                e["action"] = Value::String(o.into());
+                edited = Some(e["step"].as_u64().unwrap());
+                break 'rows;
+            }
+            prev = h;
+        }
+    }
+    let step = edited.expect("the scripted policy moves");
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let o = vlm_eval(&["replay", run.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("seed 5 step {step}:")) && e.contains("sha256"),
+        "{e}"
+    );
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let d = tmp("bad");
+    let o = vlm_eval(&[
+        "--model",
+        "scripted",
+        "--frames",
+        "some",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("all") && stderr(&o).contains("none"));
+    let cfg = d.join("c.toml");
+    std::fs::write(&cfg, "model = \"scripted\"\nframes = \"most\"\n").unwrap();
+    let o = vlm_eval(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("most") && stderr(&o).contains("sent"),
+        "{}",
+        stderr(&o)
+    );
+
+    let run = play(
+        &d,
+        "r",
+        "none",
+        &["--model", "scripted", "--seeds", "1", "--steps", "3"],
+    );
+    let one_line = |args: &[&str], needles: &[&str]| {
+        let o = vlm_eval(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+        for n in needles {
+            assert!(e.contains(n), "{args:?}: {n:?} not in {e}");
+        }
+    };
+    let r = run.to_str().unwrap();
+    // --out inside the run, or holding another run.
+    one_line(
+        &["replay", r, "--out", run.join("x").to_str().unwrap()],
+        &["inside the run folder"],
+    );
+    let other = play(
+        &d,
+        "other",
+        "none",
+        &["--model", "scripted", "--seeds", "1", "--steps", "2"],
+    );
+    one_line(
+        &["replay", r, "--out", other.to_str().unwrap()],
+        &["holds a run"],
+    );
+    let o = vlm_eval(&[
+        "replay",
+        other.to_str().unwrap(),
+        "--out",
+        d.join("o").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    one_line(
+        &["replay", r, "--out", d.join("o").to_str().unwrap()],
+        &["another run"],
+    );
+    // A seed the run does not have.
+    one_line(&["replay", r, "--seed", "9"], &["--seed 9"]);
+
+    let edit = |name: &str, f: &dyn Fn(&Path)| {
+        let copy = d.join(name);
+        assert!(Command::new("cp")
+            .arg("-r")
+            .arg(&run)
+            .arg(&copy)
+            .status()
+            .unwrap()
+            .success());
+        f(&copy);
+        copy
+    };
+    let set = |p: &Path, key: &[&str], v: Value| {
+        let mut info = json(&p.join("run.json"));
+        let mut x = &mut info;
+        for k in &key[..key.len() - 1] {
+            x = &mut x[*k];
+        }
+        match v {
+            Value::Null => {
+                x.as_object_mut().unwrap().remove(key[key.len() - 1]);
+            }
+            v => x[key[key.len() - 1]] = v,
+        }
+        std::fs::write(p.join("run.json"), info.to_string()).unwrap();
+    };
+    let parity = edit("parity", &|p| set(p, &["engine_parity"], Value::from(99)));
+    one_line(
+        &["replay", parity.to_str().unwrap()],
+        &["engine parity version 99"],
+    );
+    let old = edit("old", &|p| set(p, &["engine_parity"], Value::Null));
+    one_line(&["replay", old.to_str().unwrap()], &["engine_parity"]);
+    let tex = edit("tex", &|p| {
+        set(
+            p,
+            &["textures", "fingerprint"],
+            Value::from("0123456789abcdef"),
+        )
+    });
+    one_line(
+        &["replay", tex.to_str().unwrap()],
+        &["0123456789ab", "--assets"],
+    );
+    let notraj = edit("notraj", &|p| {
+        std::fs::remove_file(p.join("episodes/seed_0/trajectory.jsonl")).unwrap()
+    });
+    one_line(
+        &["replay", notraj.to_str().unwrap()],
+        &["seed 0", "no trajectory"],
+    );
+}

@@ -17,11 +17,13 @@ mod env;
 pub mod error;
 mod export_sft;
 mod frames;
+mod leaderboard;
 mod merge;
 mod presets;
 mod report;
 pub mod run;
 mod serve_env;
+pub mod view;
 
 pub use error::{CliError, EXIT_USAGE};
 
@@ -69,6 +71,12 @@ pub enum Command {
     ServeEnv(serve_env::ServeArgs),
     /// List the protocol presets (`run --preset NAME`) and what each sets.
     Presets(presets::PresetsArgs),
+    /// Rank runs per protocol into one CSV and one self-contained HTML page
+    /// (`vlm-eval leaderboard results/`).
+    Leaderboard(leaderboard::LeaderboardArgs),
+    /// A local web server over a results folder: the leaderboard, each run's page, and live
+    /// panels for runs still playing (`vlm-eval view results/`).
+    View(view::ViewArgs),
 }
 
 /// `vlm-eval env …`
@@ -102,6 +110,9 @@ pub enum BenchCommand {
     /// OpenAI client overhead per call on loopback against a server writing its answer once
     /// and one writing headers and body separately without TCP_NODELAY, quick ACKs on and off.
     Http(bench::http::BenchHttpArgs),
+    /// `vlm-eval view` over a synthetic results folder (100 runs × 20 episodes × 500 steps by
+    /// default): index latency, live update latency and server memory.
+    View(bench::view::BenchViewArgs),
 }
 
 /// `vlm-eval assets …`
@@ -129,7 +140,7 @@ pub enum BaselineCommand {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 14] = [
+pub const SUBCOMMANDS: [&str; 16] = [
     "run",
     "env",
     "bench",
@@ -144,6 +155,8 @@ pub const SUBCOMMANDS: [&str; 14] = [
     "report",
     "serve-env",
     "presets",
+    "leaderboard",
+    "view",
 ];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
@@ -169,6 +182,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Bench(BenchCommand::Startup(a)) => bench::startup::cmd_bench_startup(a),
         Command::Bench(BenchCommand::Parse(a)) => bench::parse::cmd_bench_parse(a),
         Command::Bench(BenchCommand::Http(a)) => bench::http::cmd_bench_http(a),
+        Command::Bench(BenchCommand::View(a)) => bench::view::cmd_bench_view(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => assets::cmd_fetch(dest.as_deref()),
         Command::Assets(AssetsCommand::Which { assets }) => assets::cmd_which(assets.as_deref()),
         Command::ExportSft(a) => export_sft::cmd_export_sft(a),
@@ -180,5 +194,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Report(a) => report::cmd_report(a),
         Command::ServeEnv(a) => serve_env::cmd_serve_env(a),
         Command::Presets(a) => presets::cmd_presets(a),
+        Command::Leaderboard(a) => leaderboard::cmd_leaderboard(a),
+        Command::View(a) => view::cmd_view(a),
     }
 }

@@ -3,6 +3,7 @@
 //! neither.
 
 pub mod formats;
+pub mod live;
 pub mod metrics;
 pub mod run;
 pub mod store;

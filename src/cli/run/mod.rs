@@ -192,6 +192,11 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(default)]
     pub allow_balrog_drift: bool,
+    /// Serve the live view of the output folder while the run plays (`vlm-eval view`), on
+    /// this port of 127.0.0.1 (`--view` alone: any free port); the URL is printed.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0")]
+    #[serde(skip)]
+    pub view: Option<u16>,
 }
 
 macro_rules! merge {
@@ -527,6 +532,11 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         run_info,
     };
     let store = RunDir::new(out.join(&run_name));
+    if let Some(port) = a.view {
+        let url = crate::view::spawn_for_run(&out, port)
+            .map_err(|e| CliError::usage(format!("--view: {e}")))?;
+        eprintln!("live view: {url}");
+    }
     let timeout = Duration::from_secs_f64(a.request_timeout.unwrap_or(120.0).max(0.001));
     let quirks = Quirks {
         max_retries: a.max_retries.unwrap_or(6),

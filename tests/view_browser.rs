@@ -117,10 +117,9 @@ fn chromium_run(
 
 /// Fail on a script error: the page's error hook or an uncaught console error.
 fn assert_no_script_error(what: &str, dom: &str, log: &str) {
-    assert!(
-        !dom.contains("data-script-error"),
-        "{what}: script error in the page: {dom}"
-    );
+    if let Some(e) = attr(dom, "<html", "data-script-error") {
+        panic!("{what}: script error in the page: {e}");
+    }
     for line in log.lines() {
         assert!(
             !(line.contains("CONSOLE") && (line.contains("Uncaught") || line.contains("Error"))),

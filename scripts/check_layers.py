@@ -34,7 +34,8 @@ ALLOWED = {
     "eval": {"agent", "model", "results", "crafter"},
     "report": {"results", "crafter"},
     "serve": {"agent", "model", "results", "crafter"},
-    "cli": {"eval", "report", "serve", "agent", "model", "results", "crafter"},
+    "view": {"report", "results", "crafter"},
+    "cli": {"eval", "report", "serve", "view", "agent", "model", "results", "crafter"},
 }
 # Shared plumbing in src/cli/ that any command may import.
 CLI_SHARED = {"error", "common", "mod"}

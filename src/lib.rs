@@ -12,3 +12,4 @@ pub mod model;
 pub mod report;
 pub mod results;
 pub mod serve;
+pub mod view;

@@ -17,12 +17,14 @@ mod env;
 pub mod error;
 mod export_sft;
 mod frames;
+mod leaderboard;
 mod merge;
 mod presets;
 mod replay;
 mod report;
 pub mod run;
 mod serve_env;
+pub mod view;
 
 pub use error::{CliError, EXIT_USAGE};
 
@@ -73,6 +75,12 @@ pub enum Command {
     /// Play a run's recorded actions again and check every frame against its recorded sha256;
     /// write the frames to `--out DIR`, or back into the run folder with `--restore`.
     Replay(replay::ReplayArgs),
+    /// Rank runs per protocol into one CSV and one self-contained HTML page
+    /// (`vlm-eval leaderboard results/`).
+    Leaderboard(leaderboard::LeaderboardArgs),
+    /// A local web server over a results folder: the leaderboard, each run's page, and live
+    /// panels for runs still playing (`vlm-eval view results/`).
+    View(view::ViewArgs),
 }
 
 /// `vlm-eval env …`
@@ -106,6 +114,9 @@ pub enum BenchCommand {
     /// OpenAI client overhead per call on loopback against a server writing its answer once
     /// and one writing headers and body separately without TCP_NODELAY, quick ACKs on and off.
     Http(bench::http::BenchHttpArgs),
+    /// `vlm-eval view` over a synthetic results folder (100 runs × 20 episodes × 500 steps by
+    /// default): index latency, live update latency and server memory.
+    View(bench::view::BenchViewArgs),
 }
 
 /// `vlm-eval assets …`
@@ -133,7 +144,7 @@ pub enum BaselineCommand {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 15] = [
+pub const SUBCOMMANDS: [&str; 17] = [
     "run",
     "env",
     "bench",
@@ -149,6 +160,8 @@ pub const SUBCOMMANDS: [&str; 15] = [
     "serve-env",
     "presets",
     "replay",
+    "leaderboard",
+    "view",
 ];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
@@ -174,6 +187,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Bench(BenchCommand::Startup(a)) => bench::startup::cmd_bench_startup(a),
         Command::Bench(BenchCommand::Parse(a)) => bench::parse::cmd_bench_parse(a),
         Command::Bench(BenchCommand::Http(a)) => bench::http::cmd_bench_http(a),
+        Command::Bench(BenchCommand::View(a)) => bench::view::cmd_bench_view(a),
         Command::Assets(AssetsCommand::Fetch { dest }) => assets::cmd_fetch(dest.as_deref()),
         Command::Assets(AssetsCommand::Which { assets }) => assets::cmd_which(assets.as_deref()),
         Command::ExportSft(a) => export_sft::cmd_export_sft(a),
@@ -186,5 +200,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::ServeEnv(a) => serve_env::cmd_serve_env(a),
         Command::Presets(a) => presets::cmd_presets(a),
         Command::Replay(a) => replay::cmd_replay(a),
+        Command::Leaderboard(a) => leaderboard::cmd_leaderboard(a),
+        Command::View(a) => view::cmd_view(a),
     }
 }

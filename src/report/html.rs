@@ -31,6 +31,10 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// The report page's Content-Security-Policy tag: no script, no request, images from `data:`
+/// only (`view` swaps it for its own when it adds the live panel).
+pub const REPORT_CSP: &str = r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">"#;
+
 /// What goes into the page and how large it may get.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReportOptions {
@@ -72,7 +76,8 @@ pub struct Report {
     pub episodes: usize,
 }
 
-const STYLE: &str = r#"
+/// The report page's style sheet (the leaderboard and the live view reuse it).
+pub const STYLE: &str = r#"
 :root{--fg:#1d2330;--muted:#5c6677;--line:#dfe3ea;--bg:#f6f7f9;--card:#fff;--bad:#b42318;--good:#067647}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
@@ -116,7 +121,8 @@ details.inner summary{cursor:pointer;color:var(--muted);font-size:12px}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f3f4f6;padding:8px;border-radius:6px;font-size:12px}
 "#;
 
-fn card(key: &str, label: &str, value: &str, sub: &str) -> String {
+/// One summary card (key, label, value, sub-line), every text escaped.
+pub fn card(key: &str, label: &str, value: &str, sub: &str) -> String {
     format!(
         r#"<div class="card" data-key="{}"><span class="key">{}</span><span class="value">{}</span><span class="sub">{}</span></div>"#,
         escape(key),
@@ -126,7 +132,8 @@ fn card(key: &str, label: &str, value: &str, sub: &str) -> String {
     )
 }
 
-fn thousands(n: u64) -> String {
+/// `12647` → `12,647`.
+pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -351,7 +358,7 @@ pub fn build_report_with(
     let mut html = String::with_capacity(64 * 1024 + sections.len());
     let _ = write!(
         html,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'"><meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval report: {}</title><style>{STYLE}</style></head><body><main>"#,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval report: {}</title><style>{STYLE}</style></head><body><main>"#,
         escape(&run.name())
     );
     html += &header(run);

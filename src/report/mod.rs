@@ -6,6 +6,8 @@ pub mod check;
 pub mod compare;
 pub mod html;
 mod html_episode;
+pub mod leaderboard;
+pub mod leaderboard_html;
 pub mod protocol;
 pub mod sft;
 pub mod spend;

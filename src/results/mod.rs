@@ -4,6 +4,7 @@
 
 pub mod formats;
 pub mod frames;
+pub mod live;
 pub mod lock;
 pub mod metrics;
 pub mod run;

@@ -13,6 +13,7 @@ pub mod local;
 pub mod parse;
 pub mod serve;
 pub mod startup;
+pub mod view;
 
 /// `vlm-eval bench env` flags.
 #[derive(Args, Debug)]

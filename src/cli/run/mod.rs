@@ -189,6 +189,11 @@ pub struct RunArgs {
     #[arg(skip)]
     #[serde(default)]
     pub models: Vec<matrix::ModelEntry>,
+    /// Serve the live view of the output folder while the run plays (`vlm-eval view`), on
+    /// this port of 127.0.0.1 (`--view` alone: any free port); the URL is printed.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0")]
+    #[serde(skip)]
+    pub view: Option<u16>,
 }
 
 /// Run the `run` command; returns the process exit code. Its steps: the flags resolved
@@ -196,6 +201,12 @@ pub struct RunArgs {
 /// table printed).
 pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
     let a = resolve::merge_config(a)?;
+    if let Some(port) = a.view {
+        let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+        let url = crate::view::spawn_for_run(&out, port)
+            .map_err(|e| CliError::usage(format!("--view: {e}")))?;
+        eprintln!("live view: {url}");
+    }
     if let Some(models) = matrix::model_list(&a)? {
         return matrix::run_matrix(a, models);
     }

@@ -1,0 +1,128 @@
+//! The `vlm-eval leaderboard` command: runs found under the given folders, ranked per protocol,
+//! written as one CSV and one self-contained HTML page.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::common::check_confidence;
+use super::error::CliError;
+
+use crate::report::leaderboard::{
+    build_leaderboard, leaderboard_csv, load_runs, LeaderboardOptions,
+};
+use crate::report::leaderboard_html::leaderboard_html;
+use crate::results::summary::write_csv;
+
+/// `vlm-eval leaderboard` flags.
+#[derive(Args, Debug)]
+pub struct LeaderboardArgs {
+    /// Run folders or folders of runs (results/).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The HTML page to write.
+    #[arg(long, default_value = "leaderboard.html")]
+    pub out: PathBuf,
+    /// The CSV to write (default: the page's path with `.csv`).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Bootstrap and Monte Carlo resamples.
+    #[arg(long, default_value_t = crate::report::stats::DEFAULT_RESAMPLES)]
+    pub resamples: usize,
+}
+
+/// Link from the page to a run's `report.html`, relative to the page's folder.
+fn report_link(page: &Path, run: &Path) -> Option<String> {
+    let abs = |p: &Path| std::path::absolute(p).ok();
+    let base = page.parent().filter(|p| !p.as_os_str().is_empty());
+    let (Some(target), Some(base)) = (
+        abs(&run.join("report.html")),
+        abs(base.unwrap_or(Path::new("."))),
+    ) else {
+        return Some(run.join("report.html").display().to_string());
+    };
+    let (t, b): (Vec<_>, Vec<_>) = (target.components().collect(), base.components().collect());
+    let common = t.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = vec!["..".into(); b.len() - common];
+    parts.extend(
+        t[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    Some(parts.join("/"))
+}
+
+/// Run `vlm-eval leaderboard`; prints where the files went and the groups found.
+pub fn cmd_leaderboard(a: LeaderboardArgs) -> Result<i32, CliError> {
+    check_confidence(a.confidence)?;
+    if a.resamples == 0 {
+        return Err(CliError::usage("--resamples must be at least 1"));
+    }
+    let (runs, unranked) = load_runs(&a.dirs)
+        .map_err(|e| CliError::usage(format!("{e} (pass run folders or folders of runs)")))?;
+    if runs.is_empty() {
+        let why = unranked
+            .first()
+            .map(|u| format!(": {}", u.why))
+            .unwrap_or_default();
+        return Err(CliError::usage(format!(
+            "no run with a complete episode under {}{why} (pass folders written by `vlm-eval run`)",
+            a.dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    for u in &unranked {
+        tracing::warn!("not ranked: {}: {}", u.dir.display(), u.why);
+    }
+    let opts = LeaderboardOptions {
+        level: a.confidence,
+        resamples: a.resamples,
+        seed: 0,
+    };
+    let lb = build_leaderboard(&runs, unranked, opts);
+    let csv_path = a.csv.clone().unwrap_or_else(|| a.out.with_extension("csv"));
+    let table = leaderboard_csv(&lb);
+    let header: Vec<&str> = table.header.iter().map(String::as_str).collect();
+    write_csv(&csv_path, &header, &table.rows).map_err(|e| CliError {
+        code: 1,
+        message: format!("{e} (pass --csv to write it elsewhere)"),
+    })?;
+    let out = a.out.clone();
+    let html = leaderboard_html(&lb, "vlm-eval leaderboard", &|run: &Path| {
+        report_link(&out, run)
+    });
+    crate::results::store::write_atomic(&a.out, html.as_bytes()).map_err(|e| CliError {
+        code: 1,
+        message: format!("{e} (pass --out to write the page elsewhere)"),
+    })?;
+    let ranked: usize = lb.groups.iter().map(|g| g.rows.len()).sum();
+    println!(
+        "wrote {} and {}: {ranked} run(s) ranked in {} protocol group(s){}",
+        a.out.display(),
+        csv_path.display(),
+        lb.groups.len(),
+        match lb.unranked.len() {
+            0 => String::new(),
+            n => format!(", {n} not ranked (listed in the page)"),
+        }
+    );
+    for (i, g) in lb.groups.iter().enumerate() {
+        if let Some(r) = g.rows.first() {
+            println!(
+                "  group {}: {} run(s), leader {} ({:.1}% ± {:.1})",
+                i + 1,
+                g.rows.len(),
+                r.label,
+                r.summary.progression_mean,
+                r.summary.progression_se
+            );
+        }
+    }
+    Ok(0)
+}

@@ -8,4 +8,5 @@ pub mod frames;
 pub mod merge;
 pub mod runner;
 pub mod shard;
+pub mod shard_status;
 pub mod startup;

@@ -177,7 +177,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = ["low", "high", "auto"])]
     pub image_detail: Option<String>,
     /// Play only slice i of n (0-based) of the seed list, e.g. 0/4; join with `vlm-eval merge`.
-    #[arg(long, value_name = "I/N")]
+    /// `auto` (or `auto/N`) reads i (and n) from a Slurm array or Kubernetes Indexed Job.
+    #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<Shard>,
     /// Reply rule: lenient (recover actions from almost any reply), strict (only the exact
     /// form; a repaired reply plays noop and counts as invalid) or balrog (BALROG's exact
@@ -267,6 +268,11 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             a.headers = file.headers.clone();
         }
     }
+    a.shard = a
+        .shard
+        .map(Shard::resolve_env)
+        .transpose()
+        .map_err(CliError::usage)?;
     let model_name = a.model.clone().ok_or_else(|| {
         CliError::usage("--model is required: e.g. --model mock (offline), --model gpt-4o-mini, or --model random")
     })?;
@@ -490,6 +496,9 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
         "tools": tools,
         "textures": {"kind": textures.kind(), "fingerprint": textures.fingerprint()},
     });
+    if let Some(shard) = a.shard {
+        run_info["shard_from"] = shard.origin_record();
+    }
     if let Some(texts) = &r.play.balrog {
         run_info["balrog"] = texts.record(a.allow_balrog_drift);
         if balrog_layout {

@@ -14,8 +14,41 @@ fn vlm_eval(args: &[&str]) -> Output {
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("VLM_EVAL_LOG")
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env_remove("VLM_EVAL_SHARD_COUNT")
         .output()
         .expect("run vlm-eval")
+}
+
+/// vlm-eval with extra environment variables (the scheduler's).
+fn vlm_eval_env(args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
+    cmd.args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("VLM_EVAL_LOG");
+    for k in [
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_MAX",
+        "JOB_COMPLETION_INDEX",
+        "VLM_EVAL_SHARD_COUNT",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run vlm-eval")
+}
+
+/// The error output is one line (`error: …`).
+fn one_line(o: &Output) -> String {
+    let e = err(o);
+    assert_eq!(e.trim().lines().count(), 1, "not one line: {e}");
+    e
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -152,16 +185,7 @@ fn three_shards_merged_equal_the_unsharded_run() {
     assert_eq!(mi["episodes_complete"], 6);
     assert_eq!(fi["tools"], mi["tools"]);
 
-    // The merged run is an ordinary run folder: rerunning the unsharded command there resumes
-    // (nothing is replayed, so every episode.json stays as it was).
-    let before = std::fs::read(merged.join("episodes/seed_3/episode.json")).unwrap();
-    ok(&run(&d, &["--run-name", "merged"]));
-    assert_eq!(
-        std::fs::read(merged.join("episodes/seed_3/episode.json")).unwrap(),
-        before
-    );
-
-    // --out exists: refused without --force, replaced with it.
+    // --out exists: refused without --force, replaced with it (an earlier merge's folder).
     let o = merge(&shards, &merged, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -170,6 +194,23 @@ fn three_shards_merged_equal_the_unsharded_run() {
         err(&o)
     );
     ok(&merge(&shards, &merged, &["--force"]));
+
+    // The merged run is an ordinary run folder: rerunning the unsharded command there resumes
+    // (nothing is replayed, so every episode.json stays as it was).
+    let before = std::fs::read(merged.join("episodes/seed_3/episode.json")).unwrap();
+    ok(&run(&d, &["--run-name", "merged"]));
+    assert_eq!(
+        std::fs::read(merged.join("episodes/seed_3/episode.json")).unwrap(),
+        before
+    );
+    // A merge never overwrites a run it did not make: not the unsharded run, nor the merged
+    // folder once `run` has rewritten it, even with --force.
+    for target in [&full, &merged] {
+        let o = merge(&shards, target, &["--force"]);
+        assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+        assert!(one_line(&o).contains("did not make"), "{}", err(&o));
+        assert!(target.join("episodes/seed_3/episode.json").is_file());
+    }
     // --out may not be (or hold) an input, even with --force.
     let o = merge(&shards, &shards[0], &["--force"]);
     assert_eq!(o.status.code(), Some(2));
@@ -293,10 +334,47 @@ fn bad_inputs_are_refused_naming_the_files() {
     assert!(err(&o).contains("seed_2/episode.json"), "{}", err(&o));
     assert!(!out.exists(), "nothing written when an input is bad");
 
-    // A partial shard: its unfinished episode is not copied, with a warning; a missing shard
-    // is reported as seeds no input planned.
+    // A partial shard and a missing one: merge refuses, naming the seeds (one line, nothing
+    // written); --check says which shards to resubmit; --allow-missing merges what is there.
     std::fs::remove_file(shards[1].join("episodes/seed_2/episode.json")).unwrap();
     let o = merge(&shards[..2], &out, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = one_line(&o);
+    assert!(
+        e.contains("[2, 4, 5]") && e.contains("1/3, 2/3") && e.contains("--allow-missing"),
+        "{e}"
+    );
+    assert!(!out.exists());
+    let o = merge(&shards[..2], Path::new("unused"), &["--check"]);
+    assert_eq!(o.status.code(), Some(2), "--check takes no --out");
+    let o = vlm_eval(&[
+        "merge",
+        "--check",
+        shards[0].to_str().unwrap(),
+        shards[1].to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    let lines: Vec<&str> = report.lines().collect();
+    assert!(
+        lines[0].starts_with("shard 0/3: 2/2 episode(s) done, complete"),
+        "{report}"
+    );
+    assert!(
+        lines[1].starts_with("shard 1/3: 1/2 episode(s) done, unfinished seeds [2]"),
+        "{report}"
+    );
+    assert!(
+        lines[2].starts_with("shard 2/3: 0/2 episode(s) done, missing: no folder"),
+        "{report}"
+    );
+    assert!(report.contains("missing seeds: [2, 4, 5]"), "{report}");
+    assert!(
+        report.contains("sbatch --array=1,2 --export=ALL,VLM_EVAL_SHARD_COUNT=3 "),
+        "{report}"
+    );
+    assert!(!out.exists());
+    let o = merge(&shards[..2], &out, &["--allow-missing"]);
     ok(&o);
     let e = err(&o);
     assert!(
@@ -312,4 +390,144 @@ fn bad_inputs_are_refused_naming_the_files() {
     assert!(!out.join("episodes/seed_2").exists());
     let info = read_json(&out.join("run.json"));
     assert_eq!(info["config"]["seeds"], serde_json::json!([0, 1, 2, 3]));
+}
+
+#[test]
+fn shard_auto_reads_the_scheduler_environment() {
+    let d = tmp("auto");
+    // Outside a scheduler: exit 2, one line, nothing written.
+    let o = run(&d, &["--shard", "auto"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        one_line(&o).contains("neither SLURM_ARRAY_TASK_ID"),
+        "{}",
+        err(&o)
+    );
+    assert!(std::fs::read_dir(&d).unwrap().next().is_none());
+
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = BASE.iter().map(|s| s.to_string()).collect();
+        v.extend(["--out".into(), d.display().to_string()]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let go = |extra: &[&str], vars: &[(&str, &str)]| {
+        let a = args(extra);
+        vlm_eval_env(&a.iter().map(String::as_str).collect::<Vec<_>>(), vars)
+    };
+    // A whole Slurm array of 3: task 1 plays shard 1/3 (seeds 2, 3) like `--shard 1/3`.
+    let slurm = |id: &'static str, count, min, max| {
+        [
+            ("SLURM_ARRAY_TASK_ID", id),
+            ("SLURM_ARRAY_TASK_COUNT", count),
+            ("SLURM_ARRAY_TASK_MIN", min),
+            ("SLURM_ARRAY_TASK_MAX", max),
+        ]
+    };
+    ok(&go(&["--shard", "auto"], &slurm("1", "3", "0", "2")));
+    let info = read_json(&shard_dir(&d, 1).join("run.json"));
+    assert_eq!(info["config"]["seeds"], serde_json::json!([2, 3]));
+    assert_eq!(
+        info["shard_from"],
+        serde_json::json!({"index": "SLURM_ARRAY_TASK_ID", "count": "SLURM_ARRAY_TASK_COUNT"})
+    );
+    // A resubmitted subset (`--array=2`): its task count is 1, so the original count must be
+    // given; with it, shard 2/3 plays seeds 4, 5.
+    let o = go(&["--shard", "auto"], &slurm("2", "1", "2", "2"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_line(&o).contains("VLM_EVAL_SHARD_COUNT"), "{}", err(&o));
+    let mut vars = slurm("2", "1", "2", "2").to_vec();
+    vars.push(("VLM_EVAL_SHARD_COUNT", "3"));
+    ok(&go(&["--shard", "auto"], &vars));
+    let info = read_json(&shard_dir(&d, 2).join("run.json"));
+    assert_eq!(info["config"]["seeds"], serde_json::json!([4, 5]));
+    assert_eq!(info["shard_from"]["count"], "VLM_EVAL_SHARD_COUNT");
+    // Kubernetes: the index from JOB_COMPLETION_INDEX, the count from auto/N; a config file's
+    // `shard = "auto/3"` works the same.
+    let cfg = d.join("auto.toml");
+    std::fs::write(&cfg, "shard = \"auto/3\"\n").unwrap();
+    ok(&go(
+        &["--config", cfg.to_str().unwrap()],
+        &[("JOB_COMPLETION_INDEX", "0")],
+    ));
+    let info = read_json(&shard_dir(&d, 0).join("run.json"));
+    assert_eq!(info["config"]["seeds"], serde_json::json!([0, 1]));
+    assert_eq!(info["shard_from"]["index"], "JOB_COMPLETION_INDEX");
+    // Out of range, a count that disagrees, a count not given: exit 2, one line each.
+    for (extra, vars, needle) in [
+        (
+            "auto/3",
+            vec![("JOB_COMPLETION_INDEX", "3")],
+            "out of range",
+        ),
+        (
+            "auto/3",
+            vec![("JOB_COMPLETION_INDEX", "1"), ("VLM_EVAL_SHARD_COUNT", "4")],
+            "disagrees",
+        ),
+        ("auto", vec![("JOB_COMPLETION_INDEX", "1")], "count is not"),
+    ] {
+        let o = go(&["--shard", extra], &vars);
+        assert_eq!(o.status.code(), Some(2), "{extra} {vars:?}");
+        assert!(one_line(&o).contains(needle), "{}", err(&o));
+    }
+    // The shards made from the environment merge like any others.
+    let shards: Vec<PathBuf> = (0..3).map(|i| shard_dir(&d, i)).collect();
+    let merged = d.join("merged");
+    ok(&merge(&shards, &merged, &[]));
+    let mi = read_json(&merged.join("run.json"));
+    assert!(mi.get("shard_from").is_none());
+    assert_eq!(mi["episodes_complete"], 6);
+    let o = vlm_eval(&[
+        "merge",
+        "--check",
+        shards[0].to_str().unwrap(),
+        shards[1].to_str().unwrap(),
+        shards[2].to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+#[test]
+fn merge_names_a_shard_count_that_disagrees_and_errored_seeds() {
+    let d = tmp("count");
+    ok(&run(&d, &["--shard", "0/3"]));
+    ok(&run(&d, &["--shard", "1/2"]));
+    let other = d.join("scripted_tool_both_64px_5t_shard1of2");
+    for extra in [&[][..], &["--allow-missing"][..]] {
+        let o = merge(&[shard_dir(&d, 0), other.clone()], &d.join("m"), extra);
+        assert_eq!(o.status.code(), Some(2));
+        let e = one_line(&o);
+        assert!(
+            e.contains("shard1of2") && e.contains("shard 1/2") && e.contains("one of 3 shards"),
+            "{e}"
+        );
+    }
+    // An episode that ended in an error is kept by a merge but reported by --check, whose
+    // shard is to be resubmitted (a rerun plays it again).
+    for i in 1..3 {
+        ok(&run(&d, &["--shard", &format!("{i}/3")]));
+    }
+    let ep = shard_dir(&d, 1).join("episodes/seed_3/episode.json");
+    let mut v = read_json(&ep);
+    v["termination"] = serde_json::json!("error");
+    std::fs::write(&ep, serde_json::to_string(&v).unwrap()).unwrap();
+    let dirs: Vec<String> = (0..3)
+        .map(|i| shard_dir(&d, i).display().to_string())
+        .collect();
+    let mut args = vec!["merge", "--check"];
+    args.extend(dirs.iter().map(String::as_str));
+    let o = vlm_eval(&args);
+    assert_eq!(o.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        report.contains("shard 1/3: 1/2 episode(s) done, errored seeds [3]")
+            && report.contains("--array=1 "),
+        "{report}"
+    );
 }

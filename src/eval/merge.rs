@@ -202,6 +202,14 @@ fn same_path(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Whether `dir/run.json` was written by a merge (it lists `merged_from`).
+fn made_by_merge(dir: &Path) -> bool {
+    fs::read_to_string(dir.join("run.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|v| v.get("merged_from").is_some())
+}
+
 /// Check the output folder: it must not exist (unless `force`) and must not hold an input.
 fn prepare_out(inputs: &[PathBuf], out: &Path, force: bool) -> Result<(), MergeError> {
     if let Some(input) = inputs.iter().find(|i| same_path(i, out)) {
@@ -218,12 +226,18 @@ fn prepare_out(inputs: &[PathBuf], out: &Path, force: bool) -> Result<(), MergeE
                 out.display()
             )));
         }
-        // --force replaces an earlier merged (or other) run folder, or an empty folder; never
-        // a folder that is not a run, nor a file, whatever path was typed.
+        // --force replaces an earlier merged run folder, or an empty folder; never a folder that
+        // is not a run, nor a file, whatever path was typed.
         let replaceable = out.is_dir()
             && !out.is_symlink()
             && (out.join("run.json").is_file()
                 || fs::read_dir(out).is_ok_and(|mut d| d.next().is_none()));
+        if replaceable && out.join("run.json").is_file() && !made_by_merge(out) {
+            return Err(MergeError::Out(format!(
+                "--out {} is a run that `vlm-eval merge` did not make (its run.json has no merged_from): --force replaces only an earlier merge's folder; choose a new folder",
+                out.display()
+            )));
+        }
         if !replaceable {
             return Err(MergeError::Out(format!(
                 "--out {} is not a run folder (no run.json): --force replaces only an earlier run folder or an empty folder; choose a new folder",
@@ -267,12 +281,10 @@ fn merged_seeds(runs: &[RunData]) -> (Vec<i64>, Option<Vec<i64>>) {
     (seeds, original)
 }
 
-/// Merge `inputs` into a new run folder `out`.
-pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOutcome, MergeError> {
-    let runs = inputs
-        .iter()
-        .map(|p| open_run(p))
-        .collect::<Result<Vec<_>, _>>()?;
+/// The checks that need no writing: every input has the first one's settings (version and
+/// endpoint differences are warnings) and no seed is complete in two inputs. Returns the
+/// warnings and which input each complete seed comes from.
+fn check_runs(runs: &[RunData]) -> Result<(Vec<String>, BTreeMap<i64, &RunData>), MergeError> {
     let first = &runs[0];
     let key = compat_key(&first.info);
     let mut warnings = Vec::new();
@@ -302,7 +314,7 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
         }
     }
     let mut owner: BTreeMap<i64, &RunData> = BTreeMap::new();
-    for r in &runs {
+    for r in runs {
         for ep in &r.episodes {
             if let Some(other) = owner.insert(ep.seed, r) {
                 return Err(MergeError::DuplicateSeed {
@@ -320,6 +332,27 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
             }
         }
     }
+    Ok((warnings, owner))
+}
+
+/// [`merge_runs`]'s checks of its inputs alone (settings agree, no seed in two inputs), writing
+/// nothing: lets a caller report these before its own refusals.
+pub fn check_inputs(inputs: &[PathBuf]) -> Result<(), MergeError> {
+    let runs = inputs
+        .iter()
+        .map(|p| open_run(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_runs(&runs).map(|_| ())
+}
+
+/// Merge `inputs` into a new run folder `out`.
+pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOutcome, MergeError> {
+    let runs = inputs
+        .iter()
+        .map(|p| open_run(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (mut warnings, owner) = check_runs(&runs)?;
+    let first = &runs[0];
     for r in &runs {
         let unfinished: Vec<i64> = r
             .incomplete
@@ -404,6 +437,7 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
     };
     if let Some(obj) = info.as_object_mut() {
         obj.remove("wall_s");
+        obj.remove("shard_from");
         obj.insert(
             "started_at".into(),
             json!(times("started_at").into_iter().min()),

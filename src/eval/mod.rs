@@ -9,4 +9,5 @@ pub mod merge;
 pub mod replay;
 pub mod runner;
 pub mod shard;
+pub mod shard_status;
 pub mod startup;

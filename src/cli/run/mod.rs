@@ -165,7 +165,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = ["low", "high", "auto"])]
     pub image_detail: Option<String>,
     /// Play only slice i of n (0-based) of the seed list, e.g. 0/4; join with `vlm-eval merge`.
-    #[arg(long, value_name = "I/N")]
+    /// `auto` (or `auto/N`) reads i (and n) from a Slurm array or Kubernetes Indexed Job.
+    #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<Shard>,
     /// Reply rule: lenient (recover actions from almost any reply), strict (only the exact
     /// form; a repaired reply plays noop and counts as invalid) or balrog (BALROG's exact
@@ -200,7 +201,13 @@ pub struct RunArgs {
 /// (`resolve`), the run record (`record`, run.json), the start (`start`: runner launched,
 /// table printed).
 pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
-    let a = resolve::merge_config(a)?;
+    let mut a = resolve::merge_config(a)?;
+    // `--shard auto`: the index (and count) from the scheduler's environment.
+    a.shard = a
+        .shard
+        .map(Shard::resolve_env)
+        .transpose()
+        .map_err(CliError::usage)?;
     if let Some(port) = a.view {
         let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
         let url = crate::view::spawn_for_run(&out, port)

@@ -59,6 +59,9 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         "textures": {"kind": rr.textures.kind(), "fingerprint": rr.textures.fingerprint()},
         "engine_parity": crate::crafter::ENGINE_PARITY,
     });
+    if let Some(shard) = a.shard {
+        run_info["shard_from"] = shard.origin_record();
+    }
     if let Some(texts) = &r.play.balrog {
         run_info["balrog"] = texts.record(a.allow_balrog_drift);
         if rr.balrog_layout {

@@ -111,6 +111,7 @@ fn episode(seed: i64, steps: u32, rng: &mut ChaCha8Rng, skill: f64) -> EpisodeRe
             replies_without_usage: 0,
         }),
         spent_before: None,
+        frames: None,
     }
 }
 

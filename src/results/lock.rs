@@ -106,7 +106,7 @@ pub enum LockError {
         /// The run folder.
         dir: String,
         /// Who holds it.
-        holder: Holder,
+        holder: Box<Holder>,
     },
     /// `run.lock` is a link, a folder or another non-file.
     #[error("{path} is not a regular file (a link or a folder?): remove it, then rerun")]
@@ -175,7 +175,7 @@ pub fn acquire(dir: &Path) -> Result<RunLock, LockError> {
         Try::Busy => {
             return Err(LockError::Held {
                 dir: dir.display().to_string(),
-                holder: read_holder(&mut file).map_err(io)?,
+                holder: Box::new(read_holder(&mut file).map_err(io)?),
             })
         }
         Try::Unsupported(e) => warnings.push(untrusted(format!("the filesystem refused it: {e}"))),
@@ -385,7 +385,7 @@ mod os {
         if unsafe { libc::fcntl(file.as_raw_fd(), GETLK, &mut fl) } != 0 {
             return None;
         }
-        Some(i32::from(fl.l_type) != libc::F_UNLCK as i32)
+        Some(i64::from(fl.l_type) != i64::from(libc::F_UNLCK))
     }
 }
 

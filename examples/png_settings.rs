@@ -118,6 +118,9 @@ fn encode_indexed(
     out
 }
 
+/// One setting: a frame and its size to PNG bytes.
+type Encoder = dyn Fn(&[u8], usize) -> Vec<u8>;
+
 fn decode(png: &[u8]) -> Vec<u8> {
     image::load_from_memory(png).unwrap().to_rgb8().into_raw()
 }
@@ -130,7 +133,7 @@ fn main() {
     println!("textures: {}", textures.kind());
     use png::DeflateCompression as D;
     use png::Filter as F;
-    let settings: Vec<(&str, Box<dyn Fn(&[u8], usize) -> Vec<u8>>)> = vec![
+    let settings: Vec<(&str, Box<Encoder>)> = vec![
         (
             "rgb fdeflate sub (the encoder before)",
             Box::new(|f, s| encode_rgb(f, s, D::FdeflateUltraFast, F::Sub)),
@@ -141,7 +144,7 @@ fn main() {
         ),
         (
             "rgb fdeflate paeth (encode_png now)",
-            Box::new(|f, s| vlm_eval::agent::observe::encode_png(f, s)),
+            Box::new(vlm_eval::agent::observe::encode_png),
         ),
         (
             "rgb fdeflate adaptive",

@@ -142,12 +142,12 @@ struct Recorded {
     line: usize,
 }
 
+/// Each turn's sent-frame sha256 by env step, with its trajectory line.
+type SentHashes = HashMap<u32, (String, usize)>;
+
 /// The recorded actions of an episode, each with its frame hash, and the hash of the frame each
 /// turn was sent (by step).
-fn recorded(
-    run: &Path,
-    seed: i64,
-) -> Result<(Vec<Recorded>, HashMap<u32, (String, usize)>), ReplayError> {
+fn recorded(run: &Path, seed: i64) -> Result<(Vec<Recorded>, SentHashes), ReplayError> {
     let lines = read_trajectory(run, seed)
         .map_err(|e| ReplayError::Refused(format!("seed {seed}: no trajectory to replay ({e})")))?;
     let mut steps = Vec::new();
@@ -303,7 +303,7 @@ struct Pending {
 struct Checker<'a> {
     seed: i64,
     size: usize,
-    sent: &'a HashMap<u32, (String, usize)>,
+    sent: &'a SentHashes,
     pending: Vec<Pending>,
     hashes: Vec<String>,
     workers: usize,

@@ -34,6 +34,19 @@ pub fn in_progress(run: &Path) -> bool {
     planned.iter().any(|s| !done.contains(s))
 }
 
+/// Open a run for reading (`results::run::open_run`), with a plain reason while it has no
+/// complete episode yet.
+pub fn open_fresh(dir: &Path) -> Result<RunData, String> {
+    let (done, open) = seed_folders(dir);
+    if done.is_empty() {
+        return Err(format!(
+            "no complete episode yet ({} episode folder(s) without episode.json)",
+            open.len()
+        ));
+    }
+    open_run(dir).map_err(|e| e.to_string())
+}
+
 /// A run folder's name in URLs (its folder name).
 pub fn run_name(dir: &Path) -> String {
     dir.file_name()
@@ -81,15 +94,13 @@ impl ViewState {
                 return data.clone();
             }
         }
-        let data = open_run(dir)
-            .map(|mut run| {
-                // The index never shows per-call latencies: drop them to keep memory small.
-                for e in &mut run.episodes {
-                    e.latency_ms.calls = Vec::new();
-                }
-                Arc::new(run)
-            })
-            .map_err(|e| e.to_string());
+        let data = open_fresh(dir).map(|mut run| {
+            // The index never shows per-call latencies: drop them to keep memory small.
+            for e in &mut run.episodes {
+                e.latency_ms.calls = Vec::new();
+            }
+            Arc::new(run)
+        });
         self.lock_runs()
             .insert(dir.to_path_buf(), (key, data.clone()));
         data
@@ -130,7 +141,7 @@ impl ViewState {
         }
         self.lock_runs().retain(|d, _| dirs.contains(d));
         let live: Vec<PathBuf> = dirs.iter().filter(|d| in_progress(d)).cloned().collect();
-        let lb = build_leaderboard(&runs, unranked, LeaderboardOptions::default());
+        let lb = build_leaderboard(runs, unranked, LeaderboardOptions::default());
         let html = Arc::new(super::pages::index_page(&lb, &live, dirs.is_empty()));
         *index = Some((keys, html.clone()));
         html

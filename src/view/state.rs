@@ -13,6 +13,8 @@ use crate::results::run::{open_run, RunData};
 use super::ViewConfig;
 
 type Key = Vec<(String, Option<SystemTime>)>;
+/// Opened runs by folder, with the change key they were read at.
+type RunCache = HashMap<PathBuf, (Key, Result<Arc<RunData>, String>)>;
 
 /// Whether a run is still playing: it has unfinished episodes (an episode folder without
 /// `episode.json`, or a planned seed with no folder yet). An interrupted run reads the same;
@@ -58,7 +60,7 @@ pub fn run_name(dir: &Path) -> String {
 pub struct ViewState {
     /// Settings.
     pub cfg: ViewConfig,
-    runs: Mutex<HashMap<PathBuf, (Key, Result<Arc<RunData>, String>)>>,
+    runs: Mutex<RunCache>,
     index: Mutex<Option<(Vec<Key>, Arc<String>)>>,
     /// Tails of episodes in flight, by (run folder, seed).
     pub tails: Mutex<HashMap<(PathBuf, i64), TrajectoryTail>>,
@@ -106,9 +108,7 @@ impl ViewState {
         data
     }
 
-    fn lock_runs(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<PathBuf, (Key, Result<Arc<RunData>, String>)>> {
+    fn lock_runs(&self) -> std::sync::MutexGuard<'_, RunCache> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -85,7 +85,7 @@ pub fn cmd_leaderboard(a: LeaderboardArgs) -> Result<i32, CliError> {
         resamples: a.resamples,
         seed: 0,
     };
-    let lb = build_leaderboard(&runs, unranked, opts);
+    let lb = build_leaderboard(runs, unranked, opts);
     let csv_path = a.csv.clone().unwrap_or_else(|| a.out.with_extension("csv"));
     let table = leaderboard_csv(&lb);
     let header: Vec<&str> = table.header.iter().map(String::as_str).collect();

@@ -119,7 +119,7 @@ pub fn protocol_line(protocol: &Value) -> String {
 
 /// Build the leaderboard from opened runs (those that could not be opened go in `unranked`).
 pub fn build_leaderboard(
-    runs: &[RunData],
+    runs: Vec<RunData>,
     unranked: Vec<Unranked>,
     opts: LeaderboardOptions,
 ) -> Leaderboard {
@@ -127,8 +127,8 @@ pub fn build_leaderboard(
     for run in runs {
         let p = protocol_of(&run.info);
         match buckets.iter_mut().find(|(q, _)| *q == p) {
-            Some((_, v)) => v.push(run.clone()),
-            None => buckets.push((p, vec![run.clone()])),
+            Some((_, v)) => v.push(run),
+            None => buckets.push((p, vec![run])),
         }
     }
     let groups = buckets

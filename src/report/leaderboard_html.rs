@@ -21,6 +21,7 @@ table.heat th.ach{writing-mode:vertical-rl;transform:rotate(180deg);height:120px
 table.heat td{width:30px;height:24px;text-align:center;font-size:10px;border:1px solid #fff;font-variant-numeric:tabular-nums}
 table.heat td.name{width:auto;text-align:left;font-size:12px;padding-right:8px;white-space:nowrap}
 .group{margin:22px 0 30px}
+.scroll{overflow-x:auto}
 .protocol{color:var(--muted);font-size:12px;overflow-wrap:anywhere}
 "#;
 
@@ -158,7 +159,7 @@ pub fn leaderboard_html(lb: &Leaderboard, title: &str, link: RunLink) -> String 
     for (gi, g) in lb.groups.iter().enumerate() {
         let _ = write!(
             html,
-            r#"<section class="group" id="group-{}"><h2>Protocol group {}</h2><p class="protocol">{}</p><table class="lb"><tr><th>#</th><th>run</th><th>model</th><th>episodes</th><th>progression % ± SE</th><th>{level_pct}% CI</th><th>Crafter score %</th><th>vs leader (pp, {level_pct}% CI, p)</th><th>replies exact / repaired / invalid</th><th>spend</th><th>$ per point</th></tr>"#,
+            r#"<section class="group" id="group-{}"><h2>Protocol group {}</h2><p class="protocol">{}</p><div class="scroll"><table class="lb"><tr><th>#</th><th>run</th><th>model</th><th>episodes</th><th>progression % ± SE</th><th>{level_pct}% CI</th><th>Crafter score %</th><th>vs leader (pp, {level_pct}% CI, p)</th><th>replies exact / repaired / invalid</th><th>spend</th><th>$ per point</th></tr>"#,
             gi + 1,
             gi + 1,
             escape(&protocol_line(&g.protocol))
@@ -166,7 +167,7 @@ pub fn leaderboard_html(lb: &Leaderboard, title: &str, link: RunLink) -> String 
         for r in &g.rows {
             html += &row_html(r, link);
         }
-        html += "</table>";
+        html += "</table></div>";
         html += r#"<h3 class="small">Achievement unlock rate (% of counted episodes)</h3>"#;
         html += &heatmap(&g.rows);
         html += "</section>";

@@ -151,18 +151,8 @@ pub fn sign_flip_p_value(deltas: &[f64], resamples: usize, seed: u32) -> PValue 
     let threshold = observed - 1e-9 * scale;
     if n <= EXACT_SIGN_FLIP_MAX_N {
         let patterns = 1u64 << n;
-        let hits = (0..patterns)
-            .filter(|mask| {
-                let s: f64 = deltas
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| if mask >> i & 1 == 1 { -d } else { *d })
-                    .sum();
-                s.abs() >= threshold
-            })
-            .count();
         return PValue {
-            p: hits as f64 / patterns as f64,
+            p: exact_sign_flip_hits(deltas, threshold) as f64 / patterns as f64,
             exact: true,
         };
     }
@@ -181,6 +171,38 @@ pub fn sign_flip_p_value(deltas: &[f64], resamples: usize, seed: u32) -> PValue 
         p: (1 + hits) as f64 / (1 + resamples) as f64,
         exact: false,
     }
+}
+
+/// Sign patterns of `deltas` whose |sum| is at least `threshold`, all `2^n` counted exactly by
+/// meeting in the middle: the signed sums of each half are listed (`2^(n/2)` each), one list
+/// sorted, and for each sum of the other half the partners with `a + b >= threshold` or
+/// `a + b <= -threshold` are counted by binary search (O(2^(n/2) log) instead of O(n 2^n)).
+fn exact_sign_flip_hits(deltas: &[f64], threshold: f64) -> u64 {
+    let n = deltas.len();
+    if threshold <= 0.0 {
+        return 1u64 << n;
+    }
+    let sums = |part: &[f64]| -> Vec<f64> {
+        (0..1u64 << part.len())
+            .map(|mask| {
+                part.iter()
+                    .enumerate()
+                    .map(|(i, d)| if mask >> i & 1 == 1 { -d } else { *d })
+                    .sum()
+            })
+            .collect()
+    };
+    let (left, right) = deltas.split_at(n / 2);
+    let a = sums(left);
+    let mut b = sums(right);
+    b.sort_by(f64::total_cmp);
+    a.iter()
+        .map(|&x| {
+            let high = b.len() - b.partition_point(|&y| x + y < threshold);
+            let low = b.partition_point(|&y| x + y <= -threshold);
+            (high + low) as u64
+        })
+        .sum()
 }
 
 /// Complementary error function (Numerical Recipes `erfcc`, fractional error < 1.2e-7).
@@ -335,6 +357,42 @@ mod tests {
         // (exact rational enumeration gives 32 of 32 here; naive float comparison gives 30).
         let d = [-0.6, 0.6, -0.9, 0.3, 0.4];
         assert_eq!(sign_flip_p_value(&d, 0, 0).p, 1.0);
+    }
+
+    #[test]
+    fn meet_in_the_middle_counts_as_brute_force() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for n in 1..=14usize {
+            for ties in [false, true] {
+                let d: Vec<f64> = (0..n)
+                    .map(|_| {
+                        if ties {
+                            100.0 / 22.0 * rng.random_range(-3i32..=3) as f64
+                        } else {
+                            rng.random_range(-10.0..10.0)
+                        }
+                    })
+                    .collect();
+                let observed = d.iter().sum::<f64>().abs();
+                let scale = d.iter().map(|x| x.abs()).sum::<f64>().max(1.0);
+                let t = observed - 1e-9 * scale;
+                let brute = (0..1u64 << n)
+                    .filter(|mask| {
+                        let s: f64 = d
+                            .iter()
+                            .enumerate()
+                            .map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x })
+                            .sum();
+                        s.abs() >= t
+                    })
+                    .count() as u64;
+                assert_eq!(
+                    exact_sign_flip_hits(&d, t),
+                    brute,
+                    "n={n} ties={ties} {d:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::report::leaderboard::Leaderboard;
 use crate::report::leaderboard_html::leaderboard_html;
 
 use super::live::{live_section, run_url, ERROR_HOOK, LIVE_STYLE};
-use super::state::{in_progress, run_name, ViewState};
+use super::state::{in_progress, open_fresh, run_name, ViewState};
 
 /// The Content-Security-Policy of pages with the live panel: inline script and style, images
 /// from this server or `data:`, requests to this server only; nothing from elsewhere.
@@ -49,7 +49,7 @@ pub fn run_page(state: &ViewState, dir: &Path) -> String {
     } else {
         String::new()
     };
-    match state.run_data(dir) {
+    match open_fresh(dir) {
         Ok(run) => {
             let opts = ReportOptions {
                 max_episodes: state.cfg.max_episodes,
@@ -70,7 +70,7 @@ pub fn run_page(state: &ViewState, dir: &Path) -> String {
             let mut html = String::new();
             let _ = write!(
                 html,
-                r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{VIEW_CSP}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval view: {name}</title><style>{STYLE}{LIVE_STYLE}</style>{ERROR_HOOK}</head><body><main><p class="meta"><a href="/">← all runs</a></p><header><h1>{name}</h1><p class="meta">No report yet: {why}</p></header>{live}</main></body></html>"#,
+                r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{VIEW_CSP}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval view: {name}</title><style>{STYLE}{LIVE_STYLE}</style>{ERROR_HOOK}</head><body><main><p class="meta"><a href="/">← all runs</a></p><header><h1>{name}</h1><p class="meta">No report yet: {why}.</p></header>{live}</main></body></html>"#,
                 name = escape(&run_name(dir)),
                 why = escape(&why),
             );

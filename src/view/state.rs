@@ -13,6 +13,8 @@ use crate::results::run::{open_run, RunData};
 use super::ViewConfig;
 
 type Key = Vec<(String, Option<SystemTime>)>;
+/// Opened runs by folder, with the change key they were read at.
+type RunCache = HashMap<PathBuf, (Key, Result<Arc<RunData>, String>)>;
 
 /// Whether a run is still playing: it has unfinished episodes (an episode folder without
 /// `episode.json`, or a planned seed with no folder yet). An interrupted run reads the same;
@@ -34,6 +36,19 @@ pub fn in_progress(run: &Path) -> bool {
     planned.iter().any(|s| !done.contains(s))
 }
 
+/// Open a run for reading (`results::run::open_run`), with a plain reason while it has no
+/// complete episode yet.
+pub fn open_fresh(dir: &Path) -> Result<RunData, String> {
+    let (done, open) = seed_folders(dir);
+    if done.is_empty() {
+        return Err(format!(
+            "no complete episode yet ({} episode folder(s) without episode.json)",
+            open.len()
+        ));
+    }
+    open_run(dir).map_err(|e| e.to_string())
+}
+
 /// A run folder's name in URLs (its folder name).
 pub fn run_name(dir: &Path) -> String {
     dir.file_name()
@@ -45,7 +60,7 @@ pub fn run_name(dir: &Path) -> String {
 pub struct ViewState {
     /// Settings.
     pub cfg: ViewConfig,
-    runs: Mutex<HashMap<PathBuf, (Key, Result<Arc<RunData>, String>)>>,
+    runs: Mutex<RunCache>,
     index: Mutex<Option<(Vec<Key>, Arc<String>)>>,
     /// Tails of episodes in flight, by (run folder, seed).
     pub tails: Mutex<HashMap<(PathBuf, i64), TrajectoryTail>>,
@@ -81,23 +96,19 @@ impl ViewState {
                 return data.clone();
             }
         }
-        let data = open_run(dir)
-            .map(|mut run| {
-                // The index never shows per-call latencies: drop them to keep memory small.
-                for e in &mut run.episodes {
-                    e.latency_ms.calls = Vec::new();
-                }
-                Arc::new(run)
-            })
-            .map_err(|e| e.to_string());
+        let data = open_fresh(dir).map(|mut run| {
+            // The index never shows per-call latencies: drop them to keep memory small.
+            for e in &mut run.episodes {
+                e.latency_ms.calls = Vec::new();
+            }
+            Arc::new(run)
+        });
         self.lock_runs()
             .insert(dir.to_path_buf(), (key, data.clone()));
         data
     }
 
-    fn lock_runs(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<PathBuf, (Key, Result<Arc<RunData>, String>)>> {
+    fn lock_runs(&self) -> std::sync::MutexGuard<'_, RunCache> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -130,7 +141,7 @@ impl ViewState {
         }
         self.lock_runs().retain(|d, _| dirs.contains(d));
         let live: Vec<PathBuf> = dirs.iter().filter(|d| in_progress(d)).cloned().collect();
-        let lb = build_leaderboard(&runs, unranked, LeaderboardOptions::default());
+        let lb = build_leaderboard(runs, unranked, LeaderboardOptions::default());
         let html = Arc::new(super::pages::index_page(&lb, &live, dirs.is_empty()));
         *index = Some((keys, html.clone()));
         html

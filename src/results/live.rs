@@ -282,7 +282,7 @@ mod tests {
         let d = tmp("find");
         assert!(find_runs(&d).unwrap().is_empty());
         std::fs::write(d.join("run.json"), "{}").unwrap();
-        assert_eq!(find_runs(&d).unwrap(), [d.clone()]);
+        assert_eq!(find_runs(&d).unwrap(), std::slice::from_ref(&d));
         std::fs::create_dir_all(d.join("episodes/seed_2")).unwrap();
         std::fs::write(d.join("episodes/seed_2/episode.json"), "{}").unwrap();
         assert_eq!(seed_folders(&d), (vec![2], vec![4]));

@@ -78,13 +78,13 @@ pub(crate) fn parse(f: &Fields<'_>) -> Result<ModelConfig, LocalError> {
             *o = x.as_u64().ok_or_else(bad)? as usize;
         }
     }
-    if rotary_dim == 0 || rotary_dim % 2 != 0 || rotary_dim > head_dim {
+    if rotary_dim == 0 || !rotary_dim.is_multiple_of(2) || rotary_dim > head_dim {
         return Err(f.err(
             &prf_p[0],
             format!("{prf} gives {rotary_dim} rotated dims of head_dim {head_dim}"),
         ));
     }
-    if num_heads == 0 || num_kv_heads == 0 || num_heads % num_kv_heads != 0 {
+    if num_heads == 0 || num_kv_heads == 0 || !num_heads.is_multiple_of(num_kv_heads) {
         return Err(f.err(
             &t("num_key_value_heads"),
             format!("{num_kv_heads} does not divide num_attention_heads {num_heads}"),
@@ -194,7 +194,7 @@ pub(crate) fn parse(f: &Fields<'_>) -> Result<ModelConfig, LocalError> {
         vision_mlp,
         num_position_embeddings: vu("num_position_embeddings", 2304)?,
     };
-    if extra.lin_k_heads == 0 || extra.lin_v_heads % extra.lin_k_heads != 0 {
+    if extra.lin_k_heads == 0 || !extra.lin_v_heads.is_multiple_of(extra.lin_k_heads) {
         return Err(f.err(
             &t("linear_num_key_heads"),
             "must divide linear_num_value_heads",

@@ -9,6 +9,8 @@ Writes into tests/fixtures/tiny-qwen35/ (under 2 MB, committed; CI never runs th
   tools_request.json                                          a text-only request with one tool
   reference.safetensors   one 64x64 image (64x64 -> 16 patches -> 4 image tokens)
   reference2.safetensors  two images (56x112 -> 64x128, 90x70 -> 96x64) with text between them
+and tests/fixtures/tiny-qwen35-ckpt-bf16/: the same model as a trainer saves it (save_pretrained,
+bf16, sharded, with its tokenizer and processor files).
 Each reference holds input_ids, pixel_values, image_grid_thw, position_ids, rope_deltas,
 image_embeds, logits (prefill, f32, every position), decode_logits (the logits of one decode step
 with the cache, fed the first greedy token) and greedy_ids (prompt + 16 greedy tokens, no EOS
@@ -271,6 +273,15 @@ for name, (msgs, tls, think) in cases.items():
                                                         add_generation_prompt=True, **kw)})
 with open(os.path.join(OUT, "templates.json"), "w") as f:
     json.dump(rendered, f, indent=1, ensure_ascii=False)
+
+# ---------------------------------------------------------------- a trainer's checkpoint
+# What a trainer's save step writes (the RL loop of docs/RL.md): save_pretrained in bf16,
+# sharded, with the tokenizer and processor it trained with; nothing added by hand.
+CKPT = os.path.join(os.path.dirname(os.path.abspath(OUT)), "tiny-qwen35-ckpt-bf16")
+model.to(torch.bfloat16).save_pretrained(CKPT, max_shard_size="256KB")
+hf_tok.save_pretrained(CKPT)
+ip.save_pretrained(CKPT)
+print("wrote", CKPT, sorted(os.listdir(CKPT)))
 
 with open(os.path.join(OUT, "fixture_info.json"), "w") as f:
     json.dump({"made_by": "scripts/make_qwen35_fixtures.py", "torch": torch.__version__,

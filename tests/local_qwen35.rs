@@ -308,3 +308,112 @@ fn bad_checkpoints_exit_2_naming_the_fault() {
     });
     expect_usage_error(&d, "<|image_pad|>");
 }
+
+#[test]
+fn chat_template_renders_like_jinja2() {
+    // templates.json: transformers' apply_chat_template (jinja2) output for tools, several
+    // turns with images, reasoning and a tool call, thinking on and off.
+    let mut e = engine();
+    let cases: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture().join("templates.json")).unwrap())
+            .unwrap();
+    assert_eq!(cases.len(), 5);
+    for c in &cases {
+        e.tok.enable_thinking = c["enable_thinking"].as_bool();
+        let tools = (!c["tools"].is_null()).then_some(&c["tools"]);
+        let got = e.tok.render(&c["messages"], tools).unwrap();
+        assert_eq!(got, c["text"].as_str().unwrap(), "case {}", c["name"]);
+    }
+}
+
+#[test]
+fn thinking_text_is_split_from_the_reply() {
+    let e = engine();
+    let ids = e
+        .tok
+        .encode("<think>\nA tree is west.\n</think>\n\nmove_left")
+        .unwrap();
+    let (think, text) = e.tok.split_thinking(&ids);
+    assert_eq!(think.as_deref(), Some("A tree is west."));
+    assert_eq!(text, "move_left");
+    let ids = e.tok.encode("move_left").unwrap();
+    assert_eq!(e.tok.split_thinking(&ids), (None, "move_left".to_string()));
+}
+
+#[test]
+fn run_plays_qwen35_and_records_thinking() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_qwen35_run");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(["--model", &format!("local:{}", fixture().display())])
+        .args([
+            "--device",
+            "cpu",
+            "--seeds",
+            "2",
+            "--steps",
+            "3",
+            "--max-tokens",
+            "24",
+        ])
+        .args(["--run-name", "tiny35", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run = vlm_eval::results::run::open_run(&out.join("tiny35")).unwrap();
+    assert_eq!(run.episodes.len(), 2);
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tiny35/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(info["config"]["thinking"], "off");
+    let p = vlm_eval::report::protocol::protocol_of(&info);
+    assert_eq!(p["thinking"], "off");
+}
+
+#[test]
+fn trainer_checkpoint_bf16_sharded_plays_a_run() {
+    // tests/fixtures/tiny-qwen35-ckpt-bf16: save_pretrained output (bf16, 3 shards and the
+    // index, the tokenizer and processor files the trainer saved), read as it is.
+    let ckpt = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35-ckpt-bf16");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_qwen35_ckpt_run");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(["--model", &format!("local:{}", ckpt.display())])
+        .args([
+            "--device",
+            "cpu",
+            "--seeds",
+            "1",
+            "--steps",
+            "2",
+            "--max-tokens",
+            "16",
+        ])
+        .args(["--run-name", "ckpt", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run = vlm_eval::results::run::open_run(&out.join("ckpt")).unwrap();
+    assert_eq!(run.episodes.len(), 1);
+    // The bf16 weights are the f32 fixture's rounded: the same model up to that rounding.
+    let full = engine();
+    let bf = Engine::load(&ckpt, Cpu).unwrap();
+    let r = reference("reference.safetensors");
+    let (a, b) = (
+        full.prefill_logits(&ref_prompt(&r)).unwrap(),
+        bf.prefill_logits(&ref_prompt(&r)).unwrap(),
+    );
+    let d = max_abs_diff(&a, &b);
+    println!("bf16 checkpoint: prefill logits max |diff| vs f32 = {d:e}");
+    assert!(d > 0.0 && d < 0.5, "{d}");
+}

@@ -173,6 +173,10 @@ pub struct RunArgs {
     /// Weight precision for `--model local:DIR` [default: f32 on cpu, bf16 on cuda].
     #[arg(long, value_enum)]
     pub dtype: Option<crate::model::local::chat::DType>,
+    /// Thinking for `--model local:DIR` with a thinking model (Qwen3.5): the chat template's
+    /// `enable_thinking` [default: off, short replies that hold the action].
+    #[arg(long, value_enum)]
+    pub thinking: Option<crate::model::local::chat::Thinking>,
     /// Image detail sent with frames: low, high or auto (omitted by default).
     #[arg(long, value_parser = ["low", "high", "auto"])]
     pub image_detail: Option<String>,
@@ -219,6 +223,7 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
             file,
             preset,
             parser,
+            thinking,
             balrog_src,
             model,
             seeds,
@@ -479,6 +484,9 @@ pub fn cmd_run(mut a: RunArgs) -> Result<i32, CliError> {
     if let Some(shard) = a.shard {
         config["shard"] =
             json!({"index": shard.index, "count": shard.count, "all_seeds": all_seeds});
+    }
+    if local_dir.is_some() {
+        config["thinking"] = json!(a.thinking.unwrap_or_default().as_str());
     }
     let mut run_info = json!({
         "vlm_eval_version": env!("CARGO_PKG_VERSION"),

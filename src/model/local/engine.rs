@@ -61,8 +61,10 @@ pub struct GenParams {
 pub struct Generation {
     /// New token ids (the stop id, if any, excluded).
     pub tokens: Vec<u32>,
-    /// Decoded text.
+    /// Decoded reply text (after the last `</think>`, when there is one).
     pub text: String,
+    /// The thinking text before the last `</think>`, if the model produced one.
+    pub reasoning: Option<String>,
     /// `stop` (a stop id) or `length`.
     pub finish_reason: &'static str,
     /// Prompt length in tokens.
@@ -409,8 +411,10 @@ impl<B: Backend> Engine<B> {
     pub fn finish(&self, s: Sequence<B>) -> Generation {
         let secs = s.decode_time.as_secs_f64();
         let bytes = (self.model.decode_params() * self.be.weight_bytes_per_value()) as f64;
+        let (reasoning, text) = self.tok.split_thinking(&s.generated);
         Generation {
-            text: self.tok.decode(&s.generated),
+            text,
+            reasoning,
             prompt_tokens: s.prompt.ids.len(),
             finish_reason: s.finish.unwrap_or("length"),
             ttft_ms: s.ttft.map_or(0.0, |d| d.as_secs_f64() * 1e3),

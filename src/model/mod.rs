@@ -9,6 +9,7 @@ pub mod limit;
 pub mod local;
 pub mod mock;
 pub mod openai;
+pub mod toolxml;
 
 use std::future::Future;
 use std::pin::Pin;

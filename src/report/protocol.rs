@@ -5,8 +5,9 @@
 use serde_json::{Map, Value};
 
 /// Protocol settings in display order: `run.json` config keys, plus `textures` and
-/// `prompt_sha256` from the top level.
-pub const PROTOCOL_KEYS: [&str; 11] = [
+/// `prompt_sha256` from the top level. `thinking` (the local model's `--thinking`) is recorded
+/// only for `--model local:DIR` runs.
+pub const PROTOCOL_KEYS: [&str; 12] = [
     "preset",
     "parser",
     "layout",
@@ -18,6 +19,7 @@ pub const PROTOCOL_KEYS: [&str; 11] = [
     "history",
     "image_history",
     "prompt_sha256",
+    "thinking",
 ];
 
 /// The protocol of a run from its `run.json` (an object keyed by `PROTOCOL_KEYS`). Runs written

@@ -26,6 +26,9 @@
 //! In text, tool-call-like JSON is found anywhere (`<tool_call>{…}</tool_call>`, fenced or
 //! bare objects, `{"tool_calls": […]}`, payloads nested in other objects, or a JSON array of
 //! action names); several blobs are concatenated like several tool calls.
+//! Qwen3.5's XML tool calls in text (`<tool_call><function=NAME><parameter=K>V</parameter>…`,
+//! from a server that returns them unparsed) are read first, like tool calls
+//! ([`crate::model::toolxml`]), and count as [`ParseSource::ToolJsonInText`] (`repaired`).
 //!
 //! Explicit markers are `<action>…</action>`, `<actions>…</actions>`, `<|ACTION|>…<|END|>` and
 //! a colon after one of the words action(s), answer, move, command, decision, choice ("ACTION:",
@@ -77,7 +80,7 @@ pub use bound::{Cut, MAX_ARGS, MAX_CALLS, MAX_TEXT};
 pub use names::normalize_action;
 pub use outcome::{judge_reply, Judged, Outcome, ParserMode};
 use text::{stage_bare, stage_lists, stage_markers, stage_mention};
-use toolcall::{stage_json_in_text, stage_tool_calls};
+use toolcall::{stage_json_in_text, stage_tool_calls, stage_xml_in_text};
 
 /// How the model is asked to act.
 #[derive(
@@ -198,6 +201,7 @@ fn parse_read(
 
     let hit = match protocol {
         Protocol::Tool => stage_tool_calls(reply, body, &mut unk)
+            .or_else(|| stage_xml_in_text(body, &mut unk))
             .or_else(|| stage_json_in_text(body, &mut unk))
             .or_else(|| stage_markers(body, multi, &mut unk))
             .or_else(|| stage_lists(body))
@@ -205,6 +209,7 @@ fn parse_read(
             .or_else(|| stage_mention(body)),
         Protocol::Text => stage_markers(body, multi, &mut unk)
             .or_else(|| stage_tool_calls(reply, body, &mut unk))
+            .or_else(|| stage_xml_in_text(body, &mut unk))
             .or_else(|| stage_json_in_text(body, &mut unk))
             .or_else(|| stage_lists(body))
             .or_else(|| stage_bare(body))

@@ -256,6 +256,22 @@ mod tests {
     }
 
     #[test]
+    fn qwen35_xml_tool_calls_in_text_are_repaired() {
+        // Qwen3.5's XML form, returned as text by a server that does not parse it.
+        let t = "Wood first.\n\n<tool_call>\n<function=interact_many>\n<parameter=actions>\n[\"do\", \"move_left\"]\n</parameter>\n</function>\n</tool_call>";
+        let j = judge_reply(&text(t), Protocol::Tool, 4, ParserMode::Lenient);
+        assert_eq!(j.parsed.actions, vec![Action::Do, Action::MoveLeft]);
+        assert_eq!(
+            j.parsed.source,
+            crate::agent::parse::ParseSource::ToolJsonInText
+        );
+        assert_eq!(j.outcome, Outcome::Repaired);
+        assert_eq!(j.parsed.reasoning.as_deref(), Some("Wood first."));
+        let strict = judge_reply(&text(t), Protocol::Tool, 4, ParserMode::Strict);
+        assert!(strict.is_invalid() && strict.repair_rejected);
+    }
+
+    #[test]
     fn text_replies() {
         use Outcome::*;
         let t = |s: &str| outcome(&text(s), Protocol::Text, ParserMode::Lenient);

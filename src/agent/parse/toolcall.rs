@@ -318,6 +318,28 @@ pub(super) fn from_tool_call(call: &ToolCall, unk: &mut Unknowns) -> Option<Foun
     }
 }
 
+/// Qwen3.5 XML tool calls (`<tool_call><function=NAME><parameter=K>…`) in the text, as a
+/// server returns them when it does not parse that form itself; read like tool calls.
+pub(super) fn stage_xml_in_text(body: &str, unk: &mut Unknowns) -> Option<Hit> {
+    if !unk.charge(body.len() / 64 + 1) {
+        return None;
+    }
+    let (content, calls) = crate::model::toolxml::parse_xml_tool_calls(body)?;
+    let mut all: Option<Found> = None;
+    for call in &calls {
+        if let Some(f) = from_tool_call(call, unk) {
+            merge(&mut all, f);
+        }
+    }
+    let f = all.filter(|f| !f.actions.is_empty())?;
+    Some(Hit {
+        actions: f.actions,
+        source: ParseSource::ToolJsonInText,
+        reasoning: f.reasoning,
+        preceding: content,
+    })
+}
+
 pub(super) fn stage_json_in_text(body: &str, unk: &mut Unknowns) -> Option<Hit> {
     let bytes = body.as_bytes();
     let mut i = 0;

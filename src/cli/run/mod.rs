@@ -161,6 +161,10 @@ pub struct RunArgs {
     /// Weight precision for `--model local:DIR` [default: f32 on cpu, bf16 on cuda].
     #[arg(long, value_enum)]
     pub dtype: Option<crate::model::local::chat::DType>,
+    /// Thinking for `--model local:DIR` with a thinking model (Qwen3.5): the chat template's
+    /// `enable_thinking` [default: off, short replies that hold the action].
+    #[arg(long, value_enum)]
+    pub thinking: Option<crate::model::local::chat::Thinking>,
     /// Image detail sent with frames: low, high or auto (omitted by default).
     #[arg(long, value_parser = ["low", "high", "auto"])]
     pub image_detail: Option<String>,

@@ -50,6 +50,7 @@ pub(crate) fn load_local(
         device: a.device.unwrap_or(Device::Cpu),
         dtype: a.dtype,
         max_batch: concurrency.max(1),
+        thinking: a.thinking.unwrap_or_default(),
     };
     tracing::info!("loading local model from {}", dir.display());
     LocalModel::load(name, &opts).map_err(|e| match e {

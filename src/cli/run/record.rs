@@ -47,6 +47,9 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         config["shard"] =
             json!({"index": shard.index, "count": shard.count, "all_seeds": rr.all_seeds});
     }
+    if rr.local_dir.is_some() {
+        config["thinking"] = json!(a.thinking.unwrap_or_default().as_str());
+    }
     let system = &rr.system;
     let mut run_info = json!({
         "vlm_eval_version": env!("CARGO_PKG_VERSION"),

@@ -46,6 +46,7 @@ pub(super) fn merge_config(mut a: RunArgs) -> Result<RunArgs, CliError> {
         file,
         preset,
         parser,
+        thinking,
         balrog_src,
         model,
         seeds,

@@ -22,7 +22,7 @@ use crate::model::{
     Usage,
 };
 
-pub use super::device::{DType, Device};
+pub use super::device::{DType, Device, Thinking};
 
 /// How to load a local model.
 #[derive(Clone, Debug)]
@@ -35,6 +35,8 @@ pub struct LocalOptions {
     pub dtype: Option<DType>,
     /// Most sequences decoded together.
     pub max_batch: usize,
+    /// The chat template's `enable_thinking`.
+    pub thinking: Thinking,
 }
 
 /// Output tokens when a request sets no limit.
@@ -62,7 +64,8 @@ impl LocalModel {
         impl WithBackend for Load<'_> {
             type Output = LocalModel;
             fn run<B: Backend>(self, be: B) -> Result<LocalModel, LocalError> {
-                let engine = Engine::load(&self.opts.dir, be)?;
+                let mut engine = Engine::load(&self.opts.dir, be)?;
+                engine.tok.enable_thinking = Some(self.opts.thinking == Thinking::On);
                 Ok(LocalModel::serve(
                     self.name,
                     engine,
@@ -178,9 +181,17 @@ fn worker<B: Backend>(engine: Engine<B>, rx: mpsc::Receiver<Job>, max_batch: usi
     }
 }
 
+/// The reply of a generation: thinking text as `reasoning`; Qwen3.5 XML tool calls
+/// (`<tool_call><function=…>`) as tool calls, the text before them as the content.
 fn reply(device: &str, g: &Generation, accepted: Instant) -> ChatReply {
+    let (text, tool_calls) = match crate::model::toolxml::parse_xml_tool_calls(&g.text) {
+        Some((content, calls)) => (content, calls),
+        None => (g.text.clone(), Vec::new()),
+    };
     ChatReply {
-        text: Some(g.text.clone()),
+        text: Some(text),
+        tool_calls,
+        reasoning: g.reasoning.clone(),
         finish_reason: Some(g.finish_reason.to_string()),
         usage: Usage {
             input_tokens: Some(g.prompt_tokens as u64),
@@ -190,6 +201,7 @@ fn reply(device: &str, g: &Generation, accepted: Instant) -> ChatReply {
         raw: json!({"local": {
             "device": device,
             "text": g.text,
+            "reasoning": g.reasoning,
             "finish_reason": g.finish_reason,
             "prompt_tokens": g.prompt_tokens,
             "completion_tokens": g.tokens.len(),
@@ -322,4 +334,36 @@ fn build<B: Backend>(
         stop_ids: engine.default_stop_ids(),
     };
     Ok((prompt, params))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_turns_xml_tool_calls_and_thinking_into_fields() {
+        let g = Generation {
+            tokens: vec![1, 2, 3],
+            text: "Chop.\n\n<tool_call>\n<function=interact_many>\n<parameter=actions>\n[\"do\"]\n</parameter>\n</function>\n</tool_call>".into(),
+            reasoning: Some("A tree is near.".into()),
+            finish_reason: "stop",
+            prompt_tokens: 10,
+            ttft_ms: 1.0,
+            decode_tokens_per_s: 1.0,
+            decode_gb_per_s: 0.0,
+            max_batch: 1,
+        };
+        let r = reply("cpu", &g, Instant::now());
+        assert_eq!(r.text.as_deref(), Some("Chop."));
+        assert_eq!(r.reasoning.as_deref(), Some("A tree is near."));
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].name, "interact_many");
+        assert_eq!(r.tool_calls[0].arguments, json!({"actions": ["do"]}));
+        // The raw record keeps the whole text and the thinking (the trajectory shows both).
+        assert_eq!(r.raw["local"]["reasoning"], "A tree is near.");
+        assert!(r.raw["local"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("<function=interact_many>"));
+    }
 }

@@ -30,14 +30,29 @@ pub struct TextConfig {
     pub vocab_size: usize,
     /// Whether `lm_head` is the embedding matrix.
     pub tie_word_embeddings: bool,
+    /// Per-head width when config.json sets it (else `hidden_size / num_heads`).
+    pub explicit_head_dim: Option<usize>,
 }
 
 impl TextConfig {
     /// Per-head width.
     pub fn head_dim(&self) -> usize {
-        self.hidden_size / self.num_heads
+        self.explicit_head_dim
+            .unwrap_or(self.hidden_size / self.num_heads)
     }
 }
+
+/// The model family (config.json `model_type`) and what only that family needs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arch {
+    /// `qwen2_vl`.
+    Qwen2Vl,
+    /// `qwen3_5`: the hybrid decoder's and the vision tower's extra settings.
+    Qwen35(Box<crate::model::local::model::qwen35::config::Qwen35Extra>),
+}
+
+/// The `model_type` values `--model local:DIR` runs.
+pub const SUPPORTED_MODEL_TYPES: &[&str] = &["qwen2_vl", "qwen3_5"];
 
 /// Vision tower (ViT + 2x2 patch merger) shapes.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,6 +93,8 @@ impl VisionConfig {
 /// Everything read from `config.json`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelConfig {
+    /// Family.
+    pub arch: Arch,
     /// Decoder.
     pub text: TextConfig,
     /// Vision tower.
@@ -89,6 +106,11 @@ pub struct ModelConfig {
     /// `eos_token_id` from config.json (ids), if any.
     pub eos_token_ids: Vec<u32>,
 }
+
+/// CLIP normalisation (Qwen2-VL's processor defaults).
+const CLIP_MEAN: [f32; 3] = [0.481_454_66, 0.457_827_5, 0.408_210_73];
+/// CLIP normalisation (Qwen2-VL's processor defaults).
+const CLIP_STD: [f32; 3] = [0.268_629_54, 0.261_302_6, 0.275_777_1];
 
 /// `preprocessor_config.json`.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,13 +161,13 @@ pub fn read_json(path: &Path) -> Result<Value, LocalError> {
 }
 
 /// Field lookup over alternative dotted paths, with errors naming the file and field.
-struct Fields<'a> {
-    file: PathBuf,
-    root: &'a Value,
+pub(crate) struct Fields<'a> {
+    pub(crate) file: PathBuf,
+    pub(crate) root: &'a Value,
 }
 
 impl Fields<'_> {
-    fn find(&self, paths: &[&str]) -> Option<&Value> {
+    pub(crate) fn find(&self, paths: &[&str]) -> Option<&Value> {
         paths.iter().find_map(|p| {
             let mut v = self.root;
             for key in p.split('.') {
@@ -154,14 +176,14 @@ impl Fields<'_> {
             (!v.is_null()).then_some(v)
         })
     }
-    fn err(&self, field: &str, msg: impl Into<String>) -> LocalError {
+    pub(crate) fn err(&self, field: &str, msg: impl Into<String>) -> LocalError {
         LocalError::Field {
             file: self.file.clone(),
             field: field.to_string(),
             msg: msg.into(),
         }
     }
-    fn usize(&self, paths: &[&str]) -> Result<usize, LocalError> {
+    pub(crate) fn usize(&self, paths: &[&str]) -> Result<usize, LocalError> {
         let v = self
             .find(paths)
             .ok_or_else(|| self.err(paths[0], "is missing"))?;
@@ -169,13 +191,13 @@ impl Fields<'_> {
             .map(|x| x as usize)
             .ok_or_else(|| self.err(paths[0], format!("must be a non-negative integer, got {v}")))
     }
-    fn usize_or(&self, paths: &[&str], default: usize) -> Result<usize, LocalError> {
+    pub(crate) fn usize_or(&self, paths: &[&str], default: usize) -> Result<usize, LocalError> {
         match self.find(paths) {
             None => Ok(default),
             Some(_) => self.usize(paths),
         }
     }
-    fn f64_or(&self, paths: &[&str], default: f64) -> Result<f64, LocalError> {
+    pub(crate) fn f64_or(&self, paths: &[&str], default: f64) -> Result<f64, LocalError> {
         match self.find(paths) {
             None => Ok(default),
             Some(v) => v
@@ -183,12 +205,12 @@ impl Fields<'_> {
                 .ok_or_else(|| self.err(paths[0], format!("must be a number, got {v}"))),
         }
     }
-    fn f64(&self, paths: &[&str]) -> Result<f64, LocalError> {
+    pub(crate) fn f64(&self, paths: &[&str]) -> Result<f64, LocalError> {
         self.find(paths)
             .ok_or_else(|| self.err(paths[0], "is missing"))?;
         self.f64_or(paths, 0.0)
     }
-    fn bool_or(&self, paths: &[&str], default: bool) -> Result<bool, LocalError> {
+    pub(crate) fn bool_or(&self, paths: &[&str], default: bool) -> Result<bool, LocalError> {
         match self.find(paths) {
             None => Ok(default),
             Some(v) => v
@@ -197,7 +219,7 @@ impl Fields<'_> {
         }
     }
     /// An id or a list of ids.
-    fn ids(&self, paths: &[&str]) -> Result<Vec<u32>, LocalError> {
+    pub(crate) fn ids(&self, paths: &[&str]) -> Result<Vec<u32>, LocalError> {
         let Some(v) = self.find(paths) else {
             return Ok(Vec::new());
         };
@@ -216,7 +238,11 @@ impl Fields<'_> {
             })
             .collect()
     }
-    fn floats3(&self, paths: &[&str], default: [f32; 3]) -> Result<[f32; 3], LocalError> {
+    pub(crate) fn floats3(
+        &self,
+        paths: &[&str],
+        default: [f32; 3],
+    ) -> Result<[f32; 3], LocalError> {
         let Some(v) = self.find(paths) else {
             return Ok(default);
         };
@@ -238,13 +264,30 @@ impl ModelConfig {
         ModelConfig::from_value(&root, &file)
     }
 
-    /// Parse either layout: nested (`text_config`, `rope_parameters`) or flat (top-level text
-    /// fields, `rope_scaling.mrope_section`, `rope_theta`, `vision_config.in_chans`).
+    /// Parse config.json by its `model_type` (absent: Qwen2-VL, as old exports write it);
+    /// an unknown type is an error naming the supported ones.
     pub fn from_value(root: &Value, file: &Path) -> Result<ModelConfig, LocalError> {
         let f = Fields {
             file: file.to_path_buf(),
             root,
         };
+        match root.get("model_type").and_then(Value::as_str) {
+            None | Some("qwen2_vl") => ModelConfig::qwen2vl(&f),
+            Some("qwen3_5") => crate::model::local::model::qwen35::config::parse(&f),
+            Some(other) => Err(f.err(
+                "model_type",
+                format!(
+                    "`{other}` is not supported (supported: {})",
+                    SUPPORTED_MODEL_TYPES.join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// Parse a Qwen2-VL config in either layout: nested (`text_config`, `rope_parameters`) or
+    /// flat (top-level text fields, `rope_scaling.mrope_section`, `rope_theta`,
+    /// `vision_config.in_chans`).
+    fn qwen2vl(f: &Fields<'_>) -> Result<ModelConfig, LocalError> {
         let t = |name: &str| -> [String; 2] { [format!("text_config.{name}"), name.to_string()] };
         let tp = |name: &str| t(name);
         macro_rules! text {
@@ -309,6 +352,7 @@ impl ModelConfig {
                 &["tie_word_embeddings", "text_config.tie_word_embeddings"],
                 false,
             )?,
+            explicit_head_dim: None,
         };
         if num_heads == 0 || hidden_size % num_heads != 0 {
             return Err(f.err(
@@ -375,6 +419,7 @@ impl ModelConfig {
         let image_token_id = f.usize(&["image_token_id", "text_config.image_token_id"])? as u32;
         let start = f.find(&["vision_start_token_id"]).and_then(Value::as_u64);
         Ok(ModelConfig {
+            arch: Arch::Qwen2Vl,
             text,
             vision,
             image_token_id,
@@ -392,9 +437,10 @@ impl PreprocessorConfig {
         PreprocessorConfig::from_value(&root, &file, model)
     }
 
-    /// Read `DIR/preprocessor_config.json` when present, else the Qwen2-VL processor defaults
-    /// (min 56·56 and max 28·28·1280 pixels, CLIP mean/std, patch, merge and temporal sizes
-    /// from config.json) — for weights-only folders written by `save_pretrained`.
+    /// Read `DIR/preprocessor_config.json` when present, else the family's processor defaults
+    /// (Qwen2-VL: min 56·56 and max 28·28·1280 pixels, CLIP mean/std; Qwen3.5: min 65,536 and
+    /// max 16,777,216 pixels, mean/std 0.5; patch, merge and temporal sizes from config.json)
+    /// — for weights-only folders written by `save_pretrained`.
     pub fn load_or_default(
         dir: &Path,
         model: &ModelConfig,
@@ -416,15 +462,21 @@ impl PreprocessorConfig {
             file: file.to_path_buf(),
             root,
         };
+        // Processor defaults of the family: Qwen2-VL's (CLIP mean/std), or Qwen3.5's published
+        // preprocessor_config.json (min 65,536 and max 16,777,216 pixels, mean/std 0.5).
+        let (min_px, max_px, mean, std) = match model.arch {
+            Arch::Qwen2Vl => (56 * 56, 28 * 28 * 1280, CLIP_MEAN, CLIP_STD),
+            Arch::Qwen35(_) => (65_536, 16_777_216, [0.5; 3], [0.5; 3]),
+        };
         let cfg = PreprocessorConfig {
-            min_pixels: f.usize_or(&["size.shortest_edge", "min_pixels"], 56 * 56)?,
-            max_pixels: f.usize_or(&["size.longest_edge", "max_pixels"], 28 * 28 * 1280)?,
+            min_pixels: f.usize_or(&["size.shortest_edge", "min_pixels"], min_px)?,
+            max_pixels: f.usize_or(&["size.longest_edge", "max_pixels"], max_px)?,
             patch_size: f.usize_or(&["patch_size"], model.vision.patch_size)?,
             temporal_patch_size: f
                 .usize_or(&["temporal_patch_size"], model.vision.temporal_patch_size)?,
             merge_size: f.usize_or(&["merge_size"], model.vision.spatial_merge_size)?,
-            image_mean: f.floats3(&["image_mean"], [0.481_454_66, 0.457_827_5, 0.408_210_73])?,
-            image_std: f.floats3(&["image_std"], [0.268_629_54, 0.261_302_6, 0.275_777_1])?,
+            image_mean: f.floats3(&["image_mean"], mean)?,
+            image_std: f.floats3(&["image_std"], std)?,
             rescale_factor: f.f64_or(&["rescale_factor"], 1.0 / 255.0)?,
         };
         if f.usize_or(&["resample"], 3)? != 3 {

@@ -28,6 +28,29 @@ impl Device {
     }
 }
 
+/// Whether a thinking model (Qwen3.5) reasons in a `<think>` block before replying: the
+/// chat template's `enable_thinking`. Off by default: on, the model spends hundreds of tokens
+/// per turn before its action (slow, and a reply cut by `--max-tokens` holds no action).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thinking {
+    /// `enable_thinking=true`: the generation prompt opens `<think>`.
+    On,
+    /// `enable_thinking=false`: the generation prompt holds an empty think block.
+    #[default]
+    Off,
+}
+
+impl Thinking {
+    /// Its name in run.json and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Thinking::On => "on",
+            Thinking::Off => "off",
+        }
+    }
+}
+
 /// Weight precision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -9,8 +9,7 @@ use serde_json::Value;
 
 use super::backend::Backend;
 use super::config::{GenerationConfig, ModelConfig, PreprocessorConfig};
-use super::model::text::{KvCache, SeqChunk, Text};
-use super::model::vision::Vision;
+use super::model::{Model, SeqCache, SeqChunk};
 use super::preprocess::{mrope_positions, ImageInput};
 use super::sampling::{argmax, Sampler, SamplingParams};
 use super::tokenizer::ChatTokenizer;
@@ -34,8 +33,7 @@ pub struct Engine<B: Backend> {
     pub gen: GenerationConfig,
     /// Tokenizer and chat template.
     pub tok: ChatTokenizer,
-    vision: Vision<B>,
-    text: Text<B>,
+    model: Model<B>,
 }
 
 /// Token ids with their images (placeholders already expanded).
@@ -63,8 +61,10 @@ pub struct GenParams {
 pub struct Generation {
     /// New token ids (the stop id, if any, excluded).
     pub tokens: Vec<u32>,
-    /// Decoded text.
+    /// Decoded reply text (after the last `</think>`, when there is one).
     pub text: String,
+    /// The thinking text before the last `</think>`, if the model produced one.
+    pub reasoning: Option<String>,
     /// `stop` (a stop id) or `length`.
     pub finish_reason: &'static str,
     /// Prompt length in tokens.
@@ -84,7 +84,7 @@ pub struct Sequence<B: Backend> {
     prompt: Prompt,
     params: GenParams,
     sampler: Sampler,
-    cache: KvCache<B>,
+    cache: SeqCache<B>,
     next_pos: i64,
     prefilled: bool,
     generated: Vec<u32>,
@@ -133,7 +133,7 @@ impl<B: Backend> Engine<B> {
     /// Load a checkpoint folder that may hold only weights (`save_pretrained` output:
     /// config.json, generation_config.json, safetensors). Without `tokenizer.json` the engine
     /// works on token ids only (text → an error naming tokenizer.json); without
-    /// `preprocessor_config.json` images use the Qwen2-VL processor defaults. A full
+    /// `preprocessor_config.json` images use the family's processor defaults. A full
     /// checkpoint loads as with [`Engine::load`].
     pub fn load_bare(dir: &Path, be: B) -> Result<Engine<B>, LocalError> {
         if !dir.is_dir() {
@@ -167,8 +167,7 @@ impl<B: Backend> Engine<B> {
         tok: ChatTokenizer,
     ) -> Result<Engine<B>, LocalError> {
         let weights = Weights::open_dir(dir)?;
-        let vision = Vision::load(&be, &weights, &cfg.vision)?;
-        let text = Text::load(&be, &weights, &cfg.text)?;
+        let model = Model::load(&be, &weights, &cfg)?;
         Ok(Engine {
             be,
             dir: dir.to_path_buf(),
@@ -176,15 +175,14 @@ impl<B: Backend> Engine<B> {
             pre,
             gen,
             tok,
-            vision,
-            text,
+            model,
         })
     }
 
     /// Decoder weight bytes read per decode step (every decoder parameter once, lm_head
     /// included, at the backend's storage width).
     pub fn decode_weight_bytes(&self) -> usize {
-        self.text.decode_params() * self.be.weight_bytes_per_value()
+        self.model.decode_params() * self.be.weight_bytes_per_value()
     }
 
     /// Ids that may be produced: the tokenizer's size (or config.json's vocab_size when
@@ -223,14 +221,14 @@ impl<B: Backend> Engine<B> {
 
     /// Merged image embeddings `[Σ tokens, hidden]` (host copy).
     pub fn image_embeds(&self, images: &[&ImageInput]) -> Result<Vec<f32>, LocalError> {
-        let e = self.vision.forward(&self.be, images)?;
+        let e = self.model.vision(&self.be, images)?;
         self.be.download(&e)
     }
 
     /// Accept a prompt: allocate its cache (prompt + max new tokens).
     pub fn start(&self, prompt: Prompt, params: GenParams) -> Result<Sequence<B>, LocalError> {
         let cache = self
-            .text
+            .model
             .new_cache(&self.be, prompt.ids.len() + params.max_new_tokens + 1)?;
         Ok(Sequence {
             sampler: Sampler::new(params.sampling),
@@ -253,7 +251,7 @@ impl<B: Backend> Engine<B> {
     fn prompt_rows(&self, prompts: &[&Prompt]) -> Result<PromptRows<B::Buf>, LocalError> {
         let d = self.cfg.text.hidden_size;
         let all_ids: Vec<u32> = prompts.iter().flat_map(|p| p.ids.iter().copied()).collect();
-        let mut x = self.text.embed(&self.be, &all_ids)?;
+        let mut x = self.model.embed(&self.be, &all_ids)?;
         let images: Vec<&ImageInput> = prompts.iter().flat_map(|p| p.images.iter()).collect();
         let mut positions = Vec::new();
         let mut next = Vec::new();
@@ -269,7 +267,7 @@ impl<B: Backend> Engine<B> {
             next.push(p.ids.len() as i64 + delta);
         }
         if !images.is_empty() {
-            let emb = self.vision.forward(&self.be, &images)?;
+            let emb = self.model.vision(&self.be, &images)?;
             let mut e = 0;
             for (r, &id) in all_ids.iter().enumerate() {
                 if id == self.cfg.image_token_id {
@@ -284,13 +282,34 @@ impl<B: Backend> Engine<B> {
     /// Prefill logits for every prompt row `[S, vocab]` (a fresh cache; for checks).
     pub fn prefill_logits(&self, prompt: &Prompt) -> Result<Vec<f32>, LocalError> {
         let (x, mut pos, _) = self.prompt_rows(&[prompt])?;
-        let mut cache = self.text.new_cache(&self.be, prompt.ids.len())?;
+        let mut cache = self.model.new_cache(&self.be, prompt.ids.len())?;
         let mut chunk = [SeqChunk {
             cache: &mut cache,
             positions: pos.remove(0),
             all_logits: true,
         }];
-        self.text.forward(&self.be, x, &mut chunk)
+        self.model.forward(&self.be, x, &mut chunk)
+    }
+
+    /// Logits `[vocab]` of one decode step with the cache: prefill `prompt`, then feed `token`
+    /// (for checks against a reference's cached decode step).
+    pub fn decode_step_logits(&self, prompt: &Prompt, token: u32) -> Result<Vec<f32>, LocalError> {
+        let (x, mut pos, next) = self.prompt_rows(&[prompt])?;
+        let mut cache = self.model.new_cache(&self.be, prompt.ids.len() + 1)?;
+        let mut chunk = [SeqChunk {
+            cache: &mut cache,
+            positions: pos.remove(0),
+            all_logits: false,
+        }];
+        self.model.forward(&self.be, x, &mut chunk)?;
+        let x = self.model.embed(&self.be, &[token])?;
+        let p = next[0];
+        let mut chunk = [SeqChunk {
+            cache: &mut cache,
+            positions: [vec![p], vec![p], vec![p]],
+            all_logits: false,
+        }];
+        self.model.forward(&self.be, x, &mut chunk)
     }
 
     /// Greedy tokens recomputing the whole sequence each step (no KV cache reuse; for checks).
@@ -330,7 +349,7 @@ impl<B: Backend> Engine<B> {
                     all_logits: false,
                 })
                 .collect();
-            self.text.forward(&self.be, x, &mut chunks)?
+            self.model.forward(&self.be, x, &mut chunks)?
         };
         let v = self.cfg.text.vocab_size;
         for (i, s) in todo.iter_mut().enumerate() {
@@ -360,7 +379,7 @@ impl<B: Backend> Engine<B> {
             .iter()
             .map(|s| *s.generated.last().unwrap_or(&0))
             .collect();
-        let x = self.text.embed(&self.be, &ids)?;
+        let x = self.model.embed(&self.be, &ids)?;
         let logits = {
             let mut chunks: Vec<SeqChunk<'_, B>> = active
                 .iter_mut()
@@ -370,7 +389,7 @@ impl<B: Backend> Engine<B> {
                     all_logits: false,
                 })
                 .collect();
-            self.text.forward(&self.be, x, &mut chunks)?
+            self.model.forward(&self.be, x, &mut chunks)?
         };
         let dt = t0.elapsed();
         let v = self.cfg.text.vocab_size;
@@ -391,9 +410,11 @@ impl<B: Backend> Engine<B> {
     /// Summarise a finished (or abandoned) sequence.
     pub fn finish(&self, s: Sequence<B>) -> Generation {
         let secs = s.decode_time.as_secs_f64();
-        let bytes = (self.text.decode_params() * self.be.weight_bytes_per_value()) as f64;
+        let bytes = (self.model.decode_params() * self.be.weight_bytes_per_value()) as f64;
+        let (reasoning, text) = self.tok.split_thinking(&s.generated);
         Generation {
-            text: self.tok.decode(&s.generated),
+            text,
+            reasoning,
             prompt_tokens: s.prompt.ids.len(),
             finish_reason: s.finish.unwrap_or("length"),
             ttft_ms: s.ttft.map_or(0.0, |d| d.as_secs_f64() * 1e3),

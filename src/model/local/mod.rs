@@ -1,5 +1,6 @@
-//! A local Qwen2-VL: checkpoint loading, HF-identical preprocessing, one model definition over
-//! a small [`backend::Backend`] trait (CPU f32 reference backend), batched generation, and a
+//! A local vision-language model (Qwen2-VL or Qwen3.5, chosen by config.json's `model_type`):
+//! checkpoint loading, HF-identical preprocessing, each family written once over a small
+//! [`backend::Backend`] trait (CPU f32 reference backend), batched generation, and a
 //! [`ChatModel`](crate::model::ChatModel) that shares one loaded model between episodes.
 
 pub mod backend;

@@ -25,6 +25,9 @@ pub struct ChatTokenizer {
     pub vocab_len: usize,
     /// Ids of `<|im_end|>` and `<|endoftext|>` when present.
     pub default_stop_ids: Vec<u32>,
+    /// `enable_thinking` passed to the chat template (`None`: not passed, the template's own
+    /// default; Qwen3.5's opens a `<think>` block unless it is `false`).
+    pub enable_thinking: Option<bool>,
 }
 
 /// The image placeholder token in rendered prompts.
@@ -183,6 +186,7 @@ impl ChatTokenizer {
             template_has_tools,
             image_pad_id,
             default_stop_ids,
+            enable_thinking: None,
         })
     }
 
@@ -196,6 +200,7 @@ impl ChatTokenizer {
             image_pad_id: image_token_id,
             vocab_len,
             default_stop_ids: Vec::new(),
+            enable_thinking: None,
         }
     }
 
@@ -222,12 +227,50 @@ impl ChatTokenizer {
             .1
             .get_template("chat")
             .map_err(|e| LocalError::Template(e.to_string()))?;
-        tpl.render(minijinja::context! {
-            messages => messages,
-            tools => tools,
-            add_generation_prompt => true,
-        })
-        .map_err(|e| LocalError::Template(format!("{e:#}")))
+        let mut ctx = serde_json::Map::new();
+        ctx.insert("messages".into(), messages.clone());
+        ctx.insert("tools".into(), tools.cloned().unwrap_or(Value::Null));
+        ctx.insert("add_generation_prompt".into(), Value::Bool(true));
+        if let Some(t) = self.enable_thinking {
+            ctx.insert("enable_thinking".into(), Value::Bool(t));
+        }
+        tpl.render(JValue::from_serialize(&ctx))
+            .map_err(|e| LocalError::Template(format!("{e:#}")))
+    }
+
+    /// Split generated ids at the last `</think>`: `(thinking text, reply text)`. Without one
+    /// the whole text is the reply. The thinking text drops a leading `<think>`.
+    pub fn split_thinking(&self, ids: &[u32]) -> (Option<String>, String) {
+        let Some((tok, _)) = &self.text else {
+            return (None, String::new());
+        };
+        let end = tok.token_to_id("</think>");
+        match end.and_then(|e| ids.iter().rposition(|&t| t == e)) {
+            Some(k) => {
+                let think = self.decode(&ids[..k]);
+                let think = think
+                    .trim()
+                    .trim_start_matches("<think>")
+                    .trim()
+                    .to_string();
+                (
+                    Some(think),
+                    self.decode(&ids[k + 1..]).trim_start().to_string(),
+                )
+            }
+            None => {
+                // `</think>` as plain text (a tokenizer without it as one token).
+                let text = self.decode(ids);
+                match text.rfind("</think>") {
+                    Some(k) => {
+                        let think = text[..k].trim().trim_start_matches("<think>").trim();
+                        let rest = text[k + "</think>".len()..].trim_start();
+                        (Some(think.to_string()), rest.to_string())
+                    }
+                    None => (None, text),
+                }
+            }
+        }
     }
 
     /// Expand the i-th `<|image_pad|>` into `image_tokens[i]` copies, then encode.

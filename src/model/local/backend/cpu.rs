@@ -1,7 +1,7 @@
 //! The f32 CPU reference backend: plain loops plus `matrixmultiply` for the matmuls.
 //! It is the oracle other backends are checked against, so it favours clarity.
 
-use super::{AttnShape, BResult, Backend};
+use super::{hybrid, need, AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::LocalError;
 
 /// CPU f32 backend.
@@ -359,6 +359,63 @@ impl Backend for Cpu {
             }
         }
         Ok(())
+    }
+
+    // Qwen3.5 ops: the host kernels in place, without the trait defaults' copies.
+    fn rope_partial(
+        &self,
+        x: &mut Vec<f32>,
+        rows: usize,
+        heads: usize,
+        hd: usize,
+        rot: usize,
+        cos: &Vec<f32>,
+        sin: &Vec<f32>,
+    ) -> BResult<()> {
+        need("rope_partial", x.len(), rows * heads * hd)?;
+        need("rope_partial tables", cos.len().min(sin.len()), rows * rot)?;
+        hybrid::rope_partial(x, rows, heads, hd, rot, cos, sin);
+        Ok(())
+    }
+    fn mul_sigmoid(&self, x: &mut Vec<f32>, g: &Vec<f32>) -> BResult<()> {
+        need("mul_sigmoid", g.len(), x.len())?;
+        hybrid::mul_sigmoid(x, g);
+        Ok(())
+    }
+    fn gelu_tanh(&self, x: &mut Vec<f32>) -> BResult<()> {
+        hybrid::gelu_tanh(x);
+        Ok(())
+    }
+    fn conv1d_silu(
+        &self,
+        x: &Vec<f32>,
+        n: usize,
+        ch: usize,
+        w: &Vec<f32>,
+        k: usize,
+        state: &mut Vec<f32>,
+    ) -> BResult<Vec<f32>> {
+        need("conv1d input", x.len(), n * ch)?;
+        need("conv1d weight", w.len(), ch * k)?;
+        need("conv1d state", state.len(), (k - 1) * ch)?;
+        Ok(hybrid::conv1d_silu(x, n, ch, w, k, state))
+    }
+    fn delta_rule(
+        &self,
+        q: &Vec<f32>,
+        k: &Vec<f32>,
+        v: &Vec<f32>,
+        beta: &Vec<f32>,
+        g: &Vec<f32>,
+        n: usize,
+        s: DeltaShape,
+        state: &mut Vec<f32>,
+    ) -> BResult<Vec<f32>> {
+        need("delta_rule q/k", q.len().min(k.len()), n * s.k_heads * s.dk)?;
+        need("delta_rule v", v.len(), n * s.v_heads * s.dv)?;
+        need("delta_rule gates", beta.len().min(g.len()), n * s.v_heads)?;
+        need("delta_rule state", state.len(), s.state_len())?;
+        Ok(hybrid::delta_rule(q, k, v, beta, g, n, s, state))
     }
 }
 

@@ -6,6 +6,9 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod hybrid;
+
+pub use hybrid::DeltaShape;
 
 use super::LocalError;
 
@@ -169,6 +172,156 @@ pub trait Backend: Send + Sync + 'static {
         causal: bool,
         out: &mut Self::Buf,
     ) -> BResult<()>;
+
+    // Qwen3.5 ops. The defaults run the host kernels of `hybrid.rs` through a download and an
+    // upload (correct on every backend); a backend overrides them with native kernels.
+
+    /// Rotate the first `rot` dims of every head of `x[rows, heads·hd]` with tables
+    /// `[rows, rot]` (rotate-half within those dims); the other dims pass through.
+    #[allow(clippy::too_many_arguments)]
+    fn rope_partial(
+        &self,
+        x: &mut Self::Buf,
+        rows: usize,
+        heads: usize,
+        hd: usize,
+        rot: usize,
+        cos: &Self::Buf,
+        sin: &Self::Buf,
+    ) -> BResult<()> {
+        let mut h = self.download(x)?;
+        let (c, s) = (self.download(cos)?, self.download(sin)?);
+        need("rope_partial", h.len(), rows * heads * hd)?;
+        need("rope_partial tables", c.len().min(s.len()), rows * rot)?;
+        hybrid::rope_partial(&mut h, rows, heads, hd, rot, &c, &s);
+        *x = self.upload(&h)?;
+        Ok(())
+    }
+    /// `x ·= σ(g)` elementwise (the attention output gate).
+    fn mul_sigmoid(&self, x: &mut Self::Buf, g: &Self::Buf) -> BResult<()> {
+        let mut h = self.download(x)?;
+        let gh = self.download(g)?;
+        need("mul_sigmoid", gh.len(), h.len())?;
+        hybrid::mul_sigmoid(&mut h, &gh);
+        *x = self.upload(&h)?;
+        Ok(())
+    }
+    /// Tanh-approximated GELU in place.
+    fn gelu_tanh(&self, x: &mut Self::Buf) -> BResult<()> {
+        let mut h = self.download(x)?;
+        hybrid::gelu_tanh(&mut h);
+        *x = self.upload(&h)?;
+        Ok(())
+    }
+    /// Rows of width `dim` times `rsqrt(Σx² + eps)`.
+    fn l2_norm(&self, x: &Self::Buf, rows: usize, dim: usize, eps: f32) -> BResult<Self::Buf> {
+        let h = self.download(x)?;
+        need("l2_norm", h.len(), rows * dim)?;
+        self.upload(&hybrid::l2_norm(&h, rows, dim, eps))
+    }
+    /// `RMSNorm(x)·w·silu(z)` over rows of width `dim`.
+    #[allow(clippy::too_many_arguments)]
+    fn rms_norm_gated(
+        &self,
+        x: &Self::Buf,
+        z: &Self::Buf,
+        rows: usize,
+        dim: usize,
+        w: &Self::Buf,
+        eps: f32,
+    ) -> BResult<Self::Buf> {
+        let (xh, zh, wh) = (self.download(x)?, self.download(z)?, self.download(w)?);
+        need("rms_norm_gated", xh.len().min(zh.len()), rows * dim)?;
+        need("rms_norm_gated weight", wh.len(), dim)?;
+        self.upload(&hybrid::rms_norm_gated(&xh, &zh, rows, dim, &wh, eps))
+    }
+    /// Depthwise causal conv (weights `[ch, k]`, no bias) + SiLU over one sequence's rows
+    /// `x[n, ch]`, continuing from and updating `state[k−1, ch]`.
+    #[allow(clippy::too_many_arguments)]
+    fn conv1d_silu(
+        &self,
+        x: &Self::Buf,
+        n: usize,
+        ch: usize,
+        w: &Self::Buf,
+        k: usize,
+        state: &mut Self::Buf,
+    ) -> BResult<Self::Buf> {
+        let (xh, wh) = (self.download(x)?, self.download(w)?);
+        let mut sh = self.download(state)?;
+        need("conv1d input", xh.len(), n * ch)?;
+        need("conv1d weight", wh.len(), ch * k)?;
+        need("conv1d state", sh.len(), (k - 1) * ch)?;
+        let y = hybrid::conv1d_silu(&xh, n, ch, &wh, k, &mut sh);
+        *state = self.upload(&sh)?;
+        self.upload(&y)
+    }
+    /// `(β, g) = (σ(b), −exp(A_log)·softplus(a + dt_bias))` for `b, a [rows, heads]`.
+    #[allow(clippy::type_complexity)]
+    fn delta_gates(
+        &self,
+        b: &Self::Buf,
+        a: &Self::Buf,
+        rows: usize,
+        heads: usize,
+        a_log: &Self::Buf,
+        dt_bias: &Self::Buf,
+    ) -> BResult<(Self::Buf, Self::Buf)> {
+        let (bh, ah) = (self.download(b)?, self.download(a)?);
+        let (lh, dh) = (self.download(a_log)?, self.download(dt_bias)?);
+        need("delta_gates", bh.len().min(ah.len()), rows * heads)?;
+        need("delta_gates parameters", lh.len().min(dh.len()), heads)?;
+        let (beta, g) = hybrid::delta_gates(&bh, &ah, rows, heads, &lh, &dh);
+        Ok((self.upload(&beta)?, self.upload(&g)?))
+    }
+    /// The gated delta rule over one sequence's `n` rows (see [`hybrid::delta_rule`]),
+    /// reading and updating its recurrent state `[Hv, Dk, Dv]`. Returns `[n, Hv·Dv]`.
+    #[allow(clippy::too_many_arguments)]
+    fn delta_rule(
+        &self,
+        q: &Self::Buf,
+        k: &Self::Buf,
+        v: &Self::Buf,
+        beta: &Self::Buf,
+        g: &Self::Buf,
+        n: usize,
+        s: DeltaShape,
+        state: &mut Self::Buf,
+    ) -> BResult<Self::Buf> {
+        let (qh, kh, vh) = (self.download(q)?, self.download(k)?, self.download(v)?);
+        let (bh, gh) = (self.download(beta)?, self.download(g)?);
+        let mut sh = self.download(state)?;
+        need(
+            "delta_rule q/k",
+            qh.len().min(kh.len()),
+            n * s.k_heads * s.dk,
+        )?;
+        need("delta_rule v", vh.len(), n * s.v_heads * s.dv)?;
+        need("delta_rule gates", bh.len().min(gh.len()), n * s.v_heads)?;
+        need("delta_rule state", sh.len(), s.state_len())?;
+        let o = hybrid::delta_rule(&qh, &kh, &vh, &bh, &gh, n, s, &mut sh);
+        *state = self.upload(&sh)?;
+        self.upload(&o)
+    }
+    /// `out[i] = Σ_t w[i·taps+t] · table[idx[i·taps+t]]` (rows of width `dim`): the vision
+    /// position table resampled to an image's grid.
+    fn gather_weighted(
+        &self,
+        table: &Self::Buf,
+        dim: usize,
+        idx: &[u32],
+        w: &[f32],
+        taps: usize,
+    ) -> BResult<Self::Buf> {
+        let th = self.download(table)?;
+        let rows = th.len() / dim.max(1);
+        if let Some(bad) = idx.iter().find(|&&i| i as usize >= rows) {
+            return Err(LocalError::Internal(format!(
+                "gather_weighted: row {bad} is outside the {rows}-row table"
+            )));
+        }
+        self.upload(&hybrid::gather_weighted(&th, dim, idx, w, taps))
+    }
 }
 
 /// Head layout for attention.
@@ -180,4 +333,14 @@ pub struct AttnShape {
     pub kv_heads: usize,
     /// Head width.
     pub hd: usize,
+}
+
+/// An error unless a buffer holds at least `want` values.
+pub(crate) fn need(what: &str, got: usize, want: usize) -> BResult<()> {
+    if got < want {
+        return Err(LocalError::Internal(format!(
+            "{what}: buffer has {got} values, needs {want}"
+        )));
+    }
+    Ok(())
 }

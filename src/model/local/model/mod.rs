@@ -1,7 +1,16 @@
-//! Qwen2-VL written once over the [`Backend`](super::backend::Backend) trait.
+//! The model families, each written once over the [`Backend`] trait in its own folder
+//! (`qwen2vl/`, `qwen35/`), and what they share: rotary tables, the per-sequence cache, the
+//! batched-call bookkeeping and the final norm + lm_head. [`Model`] dispatches on the family
+//! read from config.json's `model_type`; a new family is a new folder and one variant here.
 
-pub mod text;
-pub mod vision;
+pub mod qwen2vl;
+pub mod qwen35;
+
+use super::backend::{BResult, Backend};
+use super::config::{Arch, ModelConfig};
+use super::preprocess::ImageInput;
+use super::weights::Weights;
+use super::LocalError;
 
 /// Rotary `cos`/`sin` tables `[rows, hd]` (f32, `emb = [f, f]` convention) from per-row
 /// half-width frequency vectors.
@@ -25,4 +34,173 @@ pub(crate) fn inv_freq(theta: f64, dim: usize) -> Vec<f32> {
     (0..dim / 2)
         .map(|i| 1.0 / (theta as f32).powf((2 * i) as f32 / dim as f32))
         .collect()
+}
+
+/// One decoder layer's state for one sequence.
+pub enum LayerState<B: Backend> {
+    /// Keys and values `[capacity, kv_heads·hd]` (attention layers).
+    Kv {
+        /// Keys.
+        k: B::Buf,
+        /// Values.
+        v: B::Buf,
+    },
+    /// The causal conv's last inputs `[kernel−1, channels]` and the delta-rule state
+    /// `[Hv, Dk, Dv]` (f32) of a linear-attention layer.
+    Linear {
+        /// Conv tail.
+        conv: B::Buf,
+        /// Recurrent state.
+        rec: B::Buf,
+    },
+}
+
+/// Everything one sequence carries between forward calls, per layer.
+pub struct SeqCache<B: Backend> {
+    /// One state per decoder layer.
+    pub layers: Vec<LayerState<B>>,
+    /// Tokens seen.
+    pub len: usize,
+    /// Tokens that fit in the KV buffers.
+    pub capacity: usize,
+}
+
+impl<B: Backend> SeqCache<B> {
+    /// Layer `li`'s keys and values.
+    pub fn kv_mut(&mut self, li: usize) -> BResult<(&mut B::Buf, &mut B::Buf)> {
+        match self.layers.get_mut(li) {
+            Some(LayerState::Kv { k, v }) => Ok((k, v)),
+            _ => Err(LocalError::Internal(format!("layer {li} has no KV cache"))),
+        }
+    }
+
+    /// Layer `li`'s conv tail and recurrent state.
+    pub fn linear_mut(&mut self, li: usize) -> BResult<(&mut B::Buf, &mut B::Buf)> {
+        match self.layers.get_mut(li) {
+            Some(LayerState::Linear { conv, rec }) => Ok((conv, rec)),
+            _ => Err(LocalError::Internal(format!(
+                "layer {li} has no linear-attention state"
+            ))),
+        }
+    }
+}
+
+/// One sequence's part of a batched forward call.
+pub struct SeqChunk<'a, B: Backend> {
+    /// Its cache (appended to).
+    pub cache: &'a mut SeqCache<B>,
+    /// M-RoPE positions `[3][n]` of its new rows.
+    pub positions: [Vec<i64>; 3],
+    /// Return logits for every new row (else only the last).
+    pub all_logits: bool,
+}
+
+/// Rows per chunk, after checking position axes and cache room.
+pub(crate) fn check_chunks<B: Backend>(chunks: &[SeqChunk<'_, B>]) -> BResult<Vec<usize>> {
+    let lens: Vec<usize> = chunks.iter().map(|s| s.positions[0].len()).collect();
+    for (s, &n) in chunks.iter().zip(&lens) {
+        if s.positions.iter().any(|p| p.len() != n) {
+            return Err(LocalError::Internal(
+                "M-RoPE position axes differ in length".into(),
+            ));
+        }
+        if s.cache.len + n > s.cache.capacity {
+            return Err(LocalError::Internal(format!(
+                "KV cache full: {} + {n} tokens exceed its capacity {}",
+                s.cache.len, s.cache.capacity
+            )));
+        }
+    }
+    Ok(lens)
+}
+
+/// Final RMSNorm and lm_head on the rows whose logits are wanted (each chunk's last row, or
+/// all its rows when `all_logits`), downloaded as `[rows, vocab]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn logits_rows<B: Backend>(
+    be: &B,
+    x: &B::Buf,
+    chunks: &[SeqChunk<'_, B>],
+    lens: &[usize],
+    d: usize,
+    norm: &B::Buf,
+    eps: f32,
+    head: &B::Buf,
+    vocab: usize,
+) -> BResult<Vec<f32>> {
+    let mut want = Vec::new();
+    let mut r0 = 0;
+    for (s, &n) in chunks.iter().zip(lens) {
+        if s.all_logits {
+            want.extend(r0..r0 + n);
+        } else if n > 0 {
+            want.push(r0 + n - 1);
+        }
+        r0 += n;
+    }
+    let mut sel = be.zeros(want.len() * d)?;
+    for (i, &r) in want.iter().enumerate() {
+        be.copy_rows(&mut sel, i, x, r, 1, d)?;
+    }
+    let h = be.rms_norm(&sel, want.len(), d, norm, eps)?;
+    let logits = be.linear(&h, want.len(), d, head, vocab, None)?;
+    be.download(&logits)
+}
+
+/// A loaded model of one family.
+pub enum Model<B: Backend> {
+    /// Qwen2-VL.
+    Qwen2Vl(qwen2vl::Qwen2Vl<B>),
+    /// Qwen3.5 (hybrid Gated DeltaNet / gated attention decoder).
+    Qwen35(qwen35::Qwen35<B>),
+}
+
+impl<B: Backend> Model<B> {
+    /// Load the weights of the family config.json names.
+    pub fn load(be: &B, w: &Weights, cfg: &ModelConfig) -> Result<Model<B>, LocalError> {
+        Ok(match &cfg.arch {
+            Arch::Qwen2Vl => Model::Qwen2Vl(qwen2vl::Qwen2Vl::load(be, w, cfg)?),
+            Arch::Qwen35(h) => Model::Qwen35(qwen35::Qwen35::load(be, w, cfg, h)?),
+        })
+    }
+
+    /// Embedding rows for token ids.
+    pub fn embed(&self, be: &B, ids: &[u32]) -> BResult<B::Buf> {
+        match self {
+            Model::Qwen2Vl(m) => m.text.embed(be, ids),
+            Model::Qwen35(m) => m.text.embed(be, ids),
+        }
+    }
+
+    /// Merged image embeddings `[Σ tokens, hidden]`.
+    pub fn vision(&self, be: &B, images: &[&ImageInput]) -> BResult<B::Buf> {
+        match self {
+            Model::Qwen2Vl(m) => m.vision.forward(be, images),
+            Model::Qwen35(m) => m.vision.forward(be, images),
+        }
+    }
+
+    /// A fresh per-sequence cache for up to `capacity` tokens.
+    pub fn new_cache(&self, be: &B, capacity: usize) -> BResult<SeqCache<B>> {
+        match self {
+            Model::Qwen2Vl(m) => m.text.new_cache(be, capacity),
+            Model::Qwen35(m) => m.text.new_cache(be, capacity),
+        }
+    }
+
+    /// Batched decoder forward (see the families' `forward`).
+    pub fn forward(&self, be: &B, x: B::Buf, chunks: &mut [SeqChunk<'_, B>]) -> BResult<Vec<f32>> {
+        match self {
+            Model::Qwen2Vl(m) => m.text.forward(be, x, chunks),
+            Model::Qwen35(m) => m.text.forward(be, x, chunks),
+        }
+    }
+
+    /// Parameters read per decoded token.
+    pub fn decode_params(&self) -> usize {
+        match self {
+            Model::Qwen2Vl(m) => m.text.decode_params(),
+            Model::Qwen35(m) => m.text.decode_params(),
+        }
+    }
 }

@@ -1,12 +1,15 @@
-//! Qwen2-VL vision tower: patch embedding (Conv3d as a matmul), ViT blocks with 2D rotary and
-//! attention block-diagonal per frame, then the 2×2 patch merger into the text width.
+//! Qwen3.5's vision tower: Conv3d patch embedding with bias, plus the learned position table
+//! bilinearly resampled (align_corners) to each image's grid in merge-block order; ViT blocks
+//! with 2D rotary and attention within a frame (LN → qkv → attention → proj, LN → fc1 →
+//! tanh-GELU → fc2); merger LN → 2×2 merge → fc1 → GELU → fc2.
 
-use super::super::backend::{AttnShape, BResult, Backend};
-use super::super::config::VisionConfig;
-use super::super::preprocess::{vision_positions, ImageInput};
-use super::super::weights::Weights;
-use super::super::LocalError;
-use super::{inv_freq, rope_tables};
+use super::config::Qwen35Extra;
+use crate::model::local::backend::{AttnShape, BResult, Backend};
+use crate::model::local::config::VisionConfig;
+use crate::model::local::model::{inv_freq, rope_tables};
+use crate::model::local::preprocess::{vision_positions, ImageInput};
+use crate::model::local::weights::Weights;
+use crate::model::local::LocalError;
 
 struct Block<B: Backend> {
     norm1: (B::Buf, B::Buf),
@@ -20,23 +23,59 @@ struct Block<B: Backend> {
 /// Vision tower weights on a backend.
 pub struct Vision<B: Backend> {
     cfg: VisionConfig,
-    patch: B::Buf,
+    mlp: usize,
+    side: usize,
+    patch: (B::Buf, B::Buf),
+    pos: B::Buf,
     blocks: Vec<Block<B>>,
-    ln_q: (B::Buf, B::Buf),
-    mlp0: (B::Buf, B::Buf),
-    mlp2: (B::Buf, B::Buf),
+    norm: (B::Buf, B::Buf),
+    fc1: (B::Buf, B::Buf),
+    fc2: (B::Buf, B::Buf),
 }
 
-/// LayerNorm epsilon of the vision tower (fixed in the model code, not in config.json).
+/// LayerNorm epsilon of the vision tower (fixed in the model code).
 const LN_EPS: f32 = 1e-6;
+
+/// Bilinear taps (align_corners) of target index `i` on an axis of `size` into a table side
+/// of `side`, as transformers' `_interpolation_axis_taps_weights` computes them in f32.
+fn axis_taps(i: usize, size: usize, side: usize) -> [(u32, f32); 2] {
+    let src = i as f32 * (side - 1) as f32 / (size.max(2) - 1) as f32;
+    let fl = src.floor();
+    let mut out = [(0u32, 0f32); 2];
+    for (o, slot) in out.iter_mut().enumerate() {
+        let tap = (fl as i64 + o as i64).clamp(0, side as i64 - 1) as u32;
+        let w = (1.0 - (src - fl - o as f32).abs()).max(0.0);
+        *slot = (tap, w);
+    }
+    out
+}
+
+/// Position-table rows and weights (4 taps per patch) for a grid, in merge-block order.
+pub fn pos_taps(grid: [usize; 3], merge: usize, side: usize) -> (Vec<u32>, Vec<f32>) {
+    let (mut idx, mut w) = (Vec::new(), Vec::new());
+    for (r, c) in vision_positions(grid, merge) {
+        let (ht, wt) = (axis_taps(r, grid[1], side), axis_taps(c, grid[2], side));
+        for (hi, hw) in ht {
+            for (wi, ww) in wt {
+                idx.push(hi * side as u32 + wi);
+                w.push(hw * ww);
+            }
+        }
+    }
+    (idx, w)
+}
 
 impl<B: Backend> Vision<B> {
     /// Load `visual.*` tensors.
-    pub fn load(be: &B, w: &Weights, cfg: &VisionConfig) -> Result<Vision<B>, LocalError> {
+    pub fn load(
+        be: &B,
+        w: &Weights,
+        cfg: &VisionConfig,
+        x: &Qwen35Extra,
+    ) -> Result<Vision<B>, LocalError> {
         let e = cfg.embed_dim;
         let merged = e * cfg.spatial_merge_size * cfg.spatial_merge_size;
-        let m = cfg.mlp_dim();
-        // Linear weights go through `matrix` (lower precision allowed); norms and biases do not.
+        let m = x.vision_mlp;
         let load = |name: &str, wshape: &[usize], bshape: usize, linear: bool| {
             let wv = w.f32(&format!("{name}.weight"), wshape)?;
             Ok::<_, LocalError>((
@@ -58,22 +97,26 @@ impl<B: Backend> Vision<B> {
                 qkv: pair(&format!("{p}.attn.qkv"), &[3 * e, e], 3 * e)?,
                 proj: pair(&format!("{p}.attn.proj"), &[e, e], e)?,
                 norm2: norm(&format!("{p}.norm2"), e)?,
-                fc1: pair(&format!("{p}.mlp.fc1"), &[m, e], m)?,
-                fc2: pair(&format!("{p}.mlp.fc2"), &[e, m], e)?,
+                fc1: pair(&format!("{p}.mlp.linear_fc1"), &[m, e], m)?,
+                fc2: pair(&format!("{p}.mlp.linear_fc2"), &[e, m], e)?,
             });
         }
         let (c, t, ps) = (cfg.in_channels, cfg.temporal_patch_size, cfg.patch_size);
+        let side = x.pos_side();
         Ok(Vision {
-            patch: be.matrix(w.f32("visual.patch_embed.proj.weight", &[e, c, t, ps, ps])?)?,
+            patch: pair("visual.patch_embed.proj", &[e, c, t, ps, ps], e)?,
+            pos: be.weight(w.f32("visual.pos_embed.weight", &[side * side, e])?)?,
             blocks,
-            ln_q: norm("visual.merger.ln_q", e)?,
-            mlp0: pair("visual.merger.mlp.0", &[merged, merged], merged)?,
-            mlp2: pair(
-                "visual.merger.mlp.2",
+            norm: norm("visual.merger.norm", e)?,
+            fc1: pair("visual.merger.linear_fc1", &[merged, merged], merged)?,
+            fc2: pair(
+                "visual.merger.linear_fc2",
                 &[cfg.hidden_size, merged],
                 cfg.hidden_size,
             )?,
             cfg: cfg.clone(),
+            mlp: m,
+            side,
         })
     }
 
@@ -83,9 +126,8 @@ impl<B: Backend> Vision<B> {
         let (e, pd, merge) = (cfg.embed_dim, cfg.patch_dim(), cfg.spatial_merge_size);
         let heads = cfg.num_heads;
         let hd = e / heads;
-        let mut pixels = Vec::new();
-        let mut freqs = Vec::new();
-        let mut frames = Vec::new(); // (first row, rows) per frame
+        let (mut pixels, mut freqs, mut frames) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut tap_idx, mut tap_w) = (Vec::new(), Vec::new());
         let inv = inv_freq(cfg.rope_theta, hd / 2);
         for img in images {
             if img.pixels.len() % pd != 0 {
@@ -109,12 +151,17 @@ impl<B: Backend> Vision<B> {
                 freqs.extend(inv.iter().map(|f| r as f32 * f));
                 freqs.extend(inv.iter().map(|f| c as f32 * f));
             }
+            let (i, wt) = pos_taps(img.grid, merge, self.side);
+            tap_idx.extend(i);
+            tap_w.extend(wt);
         }
         let n = pixels.len() / pd;
         let (cos, sin) = rope_tables(&freqs, hd / 2);
         let (cos, sin) = (be.upload(&cos)?, be.upload(&sin)?);
         let x_in = be.upload(&pixels)?;
-        let mut x = be.linear(&x_in, n, pd, &self.patch, e, None)?;
+        let mut x = be.linear(&x_in, n, pd, &self.patch.0, e, Some(&self.patch.1))?;
+        let pos = be.gather_weighted(&self.pos, e, &tap_idx, &tap_w, 4)?;
+        be.add_assign(&mut x, &pos)?;
         let shape = AttnShape {
             heads,
             kv_heads: heads,
@@ -132,23 +179,22 @@ impl<B: Backend> Vision<B> {
             }
             be.linear_add(&o, n, e, &b.proj.0, e, Some(&b.proj.1), &mut x)?;
             let y = be.layer_norm(&x, n, e, &b.norm2.0, &b.norm2.1, LN_EPS)?;
-            let mut h1 = be.linear(&y, n, e, &b.fc1.0, cfg.mlp_dim(), Some(&b.fc1.1))?;
-            be.quick_gelu(&mut h1)?;
-            be.linear_add(&h1, n, cfg.mlp_dim(), &b.fc2.0, e, Some(&b.fc2.1), &mut x)?;
+            let mut h1 = be.linear(&y, n, e, &b.fc1.0, self.mlp, Some(&b.fc1.1))?;
+            be.gelu_tanh(&mut h1)?;
+            be.linear_add(&h1, n, self.mlp, &b.fc2.0, e, Some(&b.fc2.1), &mut x)?;
         }
-        let y = be.layer_norm(&x, n, e, &self.ln_q.0, &self.ln_q.1, LN_EPS)?;
+        let y = be.layer_norm(&x, n, e, &self.norm.0, &self.norm.1, LN_EPS)?;
         let g = merge * merge;
         let rows = n / g;
-        // Row-major [n, e] viewed as [n/4, 4e]: consecutive patches form one merged token.
-        let mut h = be.linear(&y, rows, e * g, &self.mlp0.0, e * g, Some(&self.mlp0.1))?;
+        let mut h = be.linear(&y, rows, e * g, &self.fc1.0, e * g, Some(&self.fc1.1))?;
         be.gelu_erf(&mut h)?;
         be.linear(
             &h,
             rows,
             e * g,
-            &self.mlp2.0,
+            &self.fc2.0,
             cfg.hidden_size,
-            Some(&self.mlp2.1),
+            Some(&self.fc2.1),
         )
     }
 }

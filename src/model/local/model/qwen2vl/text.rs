@@ -2,11 +2,13 @@
 //! batch: the rows of all sequences go through the matmuls together, attention runs per
 //! sequence against its own cache.
 
-use super::super::backend::{AttnShape, BResult, Backend};
-use super::super::config::TextConfig;
-use super::super::weights::Weights;
-use super::super::LocalError;
-use super::{inv_freq, rope_tables};
+use crate::model::local::backend::{AttnShape, BResult, Backend};
+use crate::model::local::config::TextConfig;
+use crate::model::local::model::{
+    check_chunks, inv_freq, logits_rows, rope_tables, LayerState, SeqCache, SeqChunk,
+};
+use crate::model::local::weights::Weights;
+use crate::model::local::LocalError;
 
 /// One decoder layer. q/k/v are stacked into one `[qd + 2·kd, d]` matrix and gate/up into one
 /// `[2m, d]` matrix at load time, so each takes one matmul.
@@ -27,26 +29,6 @@ pub struct Text<B: Backend> {
     norm: B::Buf,
     lm_head: Option<B::Buf>,
     inv: Vec<f32>,
-}
-
-/// Keys and values of one sequence, per layer, preallocated to a capacity in tokens.
-pub struct KvCache<B: Backend> {
-    k: Vec<B::Buf>,
-    v: Vec<B::Buf>,
-    /// Tokens stored.
-    pub len: usize,
-    /// Tokens that fit.
-    pub capacity: usize,
-}
-
-/// One sequence's part of a batched forward call.
-pub struct SeqChunk<'a, B: Backend> {
-    /// Its cache (appended to).
-    pub cache: &'a mut KvCache<B>,
-    /// M-RoPE positions `[3][n]` of its new rows.
-    pub positions: [Vec<i64>; 3],
-    /// Return logits for every new row (else only the last).
-    pub all_logits: bool,
 }
 
 impl<B: Backend> Text<B> {
@@ -125,17 +107,17 @@ impl<B: Backend> Text<B> {
     }
 
     /// A cache for up to `capacity` tokens.
-    pub fn new_cache(&self, be: &B, capacity: usize) -> BResult<KvCache<B>> {
+    pub fn new_cache(&self, be: &B, capacity: usize) -> BResult<SeqCache<B>> {
         let kd = self.cfg.num_kv_heads * self.cfg.head_dim();
-        let mut k = Vec::with_capacity(self.cfg.num_layers);
-        let mut v = Vec::with_capacity(self.cfg.num_layers);
+        let mut layers = Vec::with_capacity(self.cfg.num_layers);
         for _ in 0..self.cfg.num_layers {
-            k.push(be.zeros(capacity * kd)?);
-            v.push(be.zeros(capacity * kd)?);
+            layers.push(LayerState::Kv {
+                k: be.zeros(capacity * kd)?,
+                v: be.zeros(capacity * kd)?,
+            });
         }
-        Ok(KvCache {
-            k,
-            v,
+        Ok(SeqCache {
+            layers,
             len: 0,
             capacity,
         })
@@ -177,21 +159,8 @@ impl<B: Backend> Text<B> {
         let (d, hd) = (c.hidden_size, c.head_dim());
         let (qd, kd) = (c.num_heads * hd, c.num_kv_heads * hd);
         let eps = c.rms_norm_eps as f32;
-        let lens: Vec<usize> = chunks.iter().map(|s| s.positions[0].len()).collect();
+        let lens = check_chunks(chunks)?;
         let rows: usize = lens.iter().sum();
-        for (s, &n) in chunks.iter().zip(&lens) {
-            if s.positions.iter().any(|p| p.len() != n) {
-                return Err(LocalError::Internal(
-                    "M-RoPE position axes differ in length".into(),
-                ));
-            }
-            if s.cache.len + n > s.cache.capacity {
-                return Err(LocalError::Internal(format!(
-                    "KV cache full: {} + {n} tokens exceed its capacity {}",
-                    s.cache.len, s.cache.capacity
-                )));
-            }
-        }
         let (cos, sin) = self.mrope_tables(chunks);
         let (cos, sin) = (be.upload(&cos)?, be.upload(&sin)?);
         let shape = AttnShape {
@@ -208,19 +177,10 @@ impl<B: Backend> Text<B> {
             let mut r0 = 0;
             for (s, &n) in chunks.iter_mut().zip(&lens) {
                 let past = s.cache.len;
-                be.copy_rows(&mut s.cache.k[li], past, &k, r0, n, kd)?;
-                be.copy_rows(&mut s.cache.v[li], past, &v, r0, n, kd)?;
-                be.attention(
-                    &q,
-                    r0,
-                    n,
-                    &s.cache.k[li],
-                    &s.cache.v[li],
-                    past + n,
-                    shape,
-                    true,
-                    &mut o,
-                )?;
+                let (ck, cv) = s.cache.kv_mut(li)?;
+                be.copy_rows(ck, past, &k, r0, n, kd)?;
+                be.copy_rows(cv, past, &v, r0, n, kd)?;
+                be.attention(&q, r0, n, ck, cv, past + n, shape, true, &mut o)?;
                 r0 += n;
             }
             be.linear_add(&o, rows, qd, &l.o, d, None, &mut x)?;
@@ -233,24 +193,17 @@ impl<B: Backend> Text<B> {
         for (s, &n) in chunks.iter_mut().zip(&lens) {
             s.cache.len += n;
         }
-        // Final norm and lm_head only on the rows whose logits are wanted.
-        let mut want = Vec::new();
-        let mut r0 = 0;
-        for (s, &n) in chunks.iter().zip(&lens) {
-            if s.all_logits {
-                want.extend(r0..r0 + n);
-            } else if n > 0 {
-                want.push(r0 + n - 1);
-            }
-            r0 += n;
-        }
-        let mut sel = be.zeros(want.len() * d)?;
-        for (i, &r) in want.iter().enumerate() {
-            be.copy_rows(&mut sel, i, &x, r, 1, d)?;
-        }
-        let h = be.rms_norm(&sel, want.len(), d, &self.norm, eps)?;
         let head = self.lm_head.as_ref().unwrap_or(&self.embed);
-        let logits = be.linear(&h, want.len(), d, head, c.vocab_size, None)?;
-        be.download(&logits)
+        logits_rows(
+            be,
+            &x,
+            chunks,
+            &lens,
+            d,
+            &self.norm,
+            eps,
+            head,
+            c.vocab_size,
+        )
     }
 }

@@ -1,0 +1,291 @@
+//! Host (f32) reference kernels of the ops Qwen3.5 adds: partial rotary, sigmoid gating,
+//! tanh-GELU, per-head L2 norm, gated RMSNorm, the causal depthwise conv with state, the
+//! Gated DeltaNet gates and delta-rule scan, and weighted row gathers (the vision position
+//! table's bilinear resampling). Each follows transformers 5.23.0's `modeling_qwen3_5.py`
+//! operation for operation in f32. The CPU backend calls them directly; other backends fall
+//! back to them through a host round trip (see the trait defaults in `mod.rs`).
+
+/// Shape of a Gated DeltaNet layer's heads.
+#[derive(Clone, Copy, Debug)]
+pub struct DeltaShape {
+    /// Query/key heads.
+    pub k_heads: usize,
+    /// Value heads (a multiple of `k_heads`; q/k heads repeat-interleave over them).
+    pub v_heads: usize,
+    /// Key head width.
+    pub dk: usize,
+    /// Value head width.
+    pub dv: usize,
+}
+
+impl DeltaShape {
+    /// Values in one sequence's recurrent state `[Hv, Dk, Dv]`.
+    pub fn state_len(&self) -> usize {
+        self.v_heads * self.dk * self.dv
+    }
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+/// Rotate the first `rot` dims of each head of `x[rows, heads·hd]` (rotate-half within those
+/// dims) with tables `[rows, rot]`; dims `rot..hd` pass through.
+#[allow(clippy::too_many_arguments)]
+pub fn rope_partial(
+    x: &mut [f32],
+    rows: usize,
+    heads: usize,
+    hd: usize,
+    rot: usize,
+    cos: &[f32],
+    sin: &[f32],
+) {
+    let half = rot / 2;
+    let mut tmp = vec![0f32; rot];
+    for r in 0..rows {
+        let (c, s) = (&cos[r * rot..(r + 1) * rot], &sin[r * rot..(r + 1) * rot]);
+        for h in 0..heads {
+            let v = &mut x[(r * heads + h) * hd..(r * heads + h) * hd + rot];
+            for i in 0..rot {
+                let rh = if i < half { -v[i + half] } else { v[i - half] };
+                tmp[i] = v[i] * c[i] + rh * s[i];
+            }
+            v.copy_from_slice(&tmp);
+        }
+    }
+}
+
+/// `x ·= σ(g)` elementwise.
+pub fn mul_sigmoid(x: &mut [f32], g: &[f32]) {
+    x.iter_mut().zip(g).for_each(|(a, b)| *a *= sigmoid(*b));
+}
+
+/// `gelu(x, approximate="tanh")` in place (computed in f64, rounded once).
+pub fn gelu_tanh(x: &mut [f32]) {
+    const C: f64 = 0.797_884_560_802_865_4; // sqrt(2/pi)
+    x.iter_mut().for_each(|v| {
+        let f = *v as f64;
+        *v = (0.5 * f * (1.0 + (C * (f + 0.044715 * f * f * f)).tanh())) as f32;
+    });
+}
+
+/// Rows of width `dim` scaled by `rsqrt(Σ x² + eps)` (FLA's l2norm).
+pub fn l2_norm(x: &[f32], rows: usize, dim: usize, eps: f32) -> Vec<f32> {
+    let mut y = vec![0f32; rows * dim];
+    for (xr, yr) in x.chunks_exact(dim).zip(y.chunks_exact_mut(dim)).take(rows) {
+        let r = 1.0 / (xr.iter().map(|v| v * v).sum::<f32>() + eps).sqrt();
+        yr.iter_mut().zip(xr).for_each(|(o, v)| *o = v * r);
+    }
+    y
+}
+
+/// `RMSNorm(x)·w·silu(z)` over rows of width `dim` (Qwen3.5's `RMSNormGated`).
+pub fn rms_norm_gated(
+    x: &[f32],
+    z: &[f32],
+    rows: usize,
+    dim: usize,
+    w: &[f32],
+    eps: f32,
+) -> Vec<f32> {
+    let mut y = vec![0f32; rows * dim];
+    for r in 0..rows {
+        let (xr, zr) = (&x[r * dim..(r + 1) * dim], &z[r * dim..(r + 1) * dim]);
+        let ms = xr.iter().map(|v| v * v).sum::<f32>() / dim as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        for i in 0..dim {
+            y[r * dim + i] = w[i] * (xr[i] * inv) * silu(zr[i]);
+        }
+    }
+    y
+}
+
+/// Depthwise causal conv (kernel `k`, no bias) + SiLU over `x[n, ch]`, continuing from
+/// `state[k−1, ch]` (the previous inputs, oldest first; zeros for a fresh sequence), which is
+/// replaced by the last `k−1` inputs. `w` is `[ch, k]`.
+pub fn conv1d_silu(
+    x: &[f32],
+    n: usize,
+    ch: usize,
+    w: &[f32],
+    k: usize,
+    state: &mut [f32],
+) -> Vec<f32> {
+    let past = k - 1;
+    let mut y = vec![0f32; n * ch];
+    {
+        // Value of channel c at padded time t: state rows first, then x.
+        let st: &[f32] = state;
+        let at = |t: usize, c: usize| {
+            if t < past {
+                st[t * ch + c]
+            } else {
+                x[(t - past) * ch + c]
+            }
+        };
+        for t in 0..n {
+            for c in 0..ch {
+                let mut acc = 0f32;
+                for j in 0..k {
+                    acc += at(t + j, c) * w[c * k + j];
+                }
+                y[t * ch + c] = silu(acc);
+            }
+        }
+    }
+    // New state: the last `past` rows of [state; x].
+    let total = past + n;
+    let mut next = vec![0f32; past * ch];
+    for (i, t) in (total - past..total).enumerate() {
+        let src = if t < past {
+            &state[t * ch..(t + 1) * ch]
+        } else {
+            &x[(t - past) * ch..(t - past + 1) * ch]
+        };
+        next[i * ch..(i + 1) * ch].copy_from_slice(src);
+    }
+    state[..past * ch].copy_from_slice(&next);
+    y
+}
+
+/// `β = σ(b)` and `g = −exp(A_log)·softplus(a + dt_bias)` for `b, a [rows, heads]`.
+pub fn delta_gates(
+    b: &[f32],
+    a: &[f32],
+    rows: usize,
+    heads: usize,
+    a_log: &[f32],
+    dt_bias: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let beta = b[..rows * heads].iter().map(|&x| sigmoid(x)).collect();
+    let mut g = Vec::with_capacity(rows * heads);
+    for r in 0..rows {
+        for h in 0..heads {
+            let x = a[r * heads + h] + dt_bias[h];
+            // torch softplus (beta 1, threshold 20).
+            let sp = if x > 20.0 { x } else { x.exp().ln_1p() };
+            g.push(-a_log[h].exp() * sp);
+        }
+    }
+    (beta, g)
+}
+
+/// The gated delta rule over `n` tokens of one sequence, in the recurrent form: per value
+/// head, `S ← S·e^g; δ = β(v − Sᵀk); S ← S + k⊗δ; o = Sᵀq` with q scaled by `Dk^-½`.
+/// `q, k [n, Hk·Dk]` (already L2-normalised), `v [n, Hv·Dv]`, `beta, g [n, Hv]`;
+/// `state [Hv, Dk, Dv]` is read and updated. Returns `o [n, Hv·Dv]`.
+#[allow(clippy::too_many_arguments)]
+pub fn delta_rule(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    beta: &[f32],
+    g: &[f32],
+    n: usize,
+    s: DeltaShape,
+    state: &mut [f32],
+) -> Vec<f32> {
+    let (hk, hv, dk, dv) = (s.k_heads, s.v_heads, s.dk, s.dv);
+    let rep = hv / hk;
+    let scale = 1.0 / (dk as f32).sqrt();
+    let mut out = vec![0f32; n * hv * dv];
+    let mut kv = vec![0f32; dv];
+    for t in 0..n {
+        for h in 0..hv {
+            let kh = h / rep;
+            let qt = &q[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
+            let kt = &k[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
+            let vt = &v[(t * hv + h) * dv..(t * hv + h + 1) * dv];
+            let (bt, decay) = (beta[t * hv + h], g[t * hv + h].exp());
+            let st = &mut state[h * dk * dv..(h + 1) * dk * dv];
+            st.iter_mut().for_each(|x| *x *= decay);
+            kv.iter_mut().for_each(|x| *x = 0.0);
+            for (i, &ki) in kt.iter().enumerate() {
+                let row = &st[i * dv..(i + 1) * dv];
+                kv.iter_mut().zip(row).for_each(|(a, b)| *a += b * ki);
+            }
+            for (j, m) in kv.iter_mut().enumerate() {
+                *m = (vt[j] - *m) * bt;
+            }
+            for (i, &ki) in kt.iter().enumerate() {
+                let row = &mut st[i * dv..(i + 1) * dv];
+                row.iter_mut().zip(&kv).for_each(|(a, d)| *a += ki * d);
+            }
+            let o = &mut out[(t * hv + h) * dv..(t * hv + h + 1) * dv];
+            for (i, &qi) in qt.iter().enumerate() {
+                let qi = qi * scale;
+                let row = &st[i * dv..(i + 1) * dv];
+                o.iter_mut().zip(row).for_each(|(a, b)| *a += b * qi);
+            }
+        }
+    }
+    out
+}
+
+/// `out[i] = Σ_t w[i·taps + t] · table[idx[i·taps + t]]` over rows of width `dim`.
+pub fn gather_weighted(table: &[f32], dim: usize, idx: &[u32], w: &[f32], taps: usize) -> Vec<f32> {
+    let rows = idx.len() / taps.max(1);
+    let mut out = vec![0f32; rows * dim];
+    for (r, o) in out.chunks_exact_mut(dim).enumerate() {
+        for t in 0..taps {
+            let (i, wt) = (idx[r * taps + t] as usize, w[r * taps + t]);
+            let row = &table[i * dim..(i + 1) * dim];
+            o.iter_mut().zip(row).for_each(|(a, b)| *a += b * wt);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conv_state_carries_across_calls() {
+        // One channel, kernel 3, weights [1, 2, 3]: y_t = silu(x_{t-2} + 2x_{t-1} + 3x_t).
+        let w = [1.0, 2.0, 3.0];
+        let x = [1.0, -1.0, 0.5, 2.0];
+        let mut s_all = vec![0.0; 2];
+        let all = conv1d_silu(&x, 4, 1, &w, 3, &mut s_all);
+        let mut s = vec![0.0; 2];
+        let mut split = conv1d_silu(&x[..3], 3, 1, &w, 3, &mut s);
+        split.extend(conv1d_silu(&x[3..], 1, 1, &w, 3, &mut s));
+        assert_eq!(all, split);
+        assert_eq!(s, s_all);
+        assert_eq!(s, vec![0.5, 2.0]);
+        // t = 1: 0 + 2·1 + 3·(−1) = −1.
+        assert!((all[1] - silu(-1.0)).abs() < 1e-7);
+    }
+
+    #[test]
+    fn delta_rule_one_step_by_hand() {
+        // One head, Dk = Dv = 1, zero state: S = βkv, o = S·q/√1.
+        let s = DeltaShape {
+            k_heads: 1,
+            v_heads: 1,
+            dk: 1,
+            dv: 1,
+        };
+        let mut st = vec![0.0];
+        let o = delta_rule(&[2.0], &[1.0], &[3.0], &[0.5], &[0.0], 1, s, &mut st);
+        assert_eq!(st, vec![1.5]);
+        assert_eq!(o, vec![3.0]);
+        // Second step decays by e^g = 0.5 first: S = 0.75; δ = 0.5(1 − 0.75) ; S = 0.875.
+        let o = delta_rule(
+            &[1.0],
+            &[1.0],
+            &[1.0],
+            &[0.5],
+            &[0.5f32.ln()],
+            1,
+            s,
+            &mut st,
+        );
+        assert!((st[0] - 0.875).abs() < 1e-6 && (o[0] - 0.875).abs() < 1e-6);
+    }
+}

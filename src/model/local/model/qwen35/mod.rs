@@ -1,0 +1,50 @@
+//! Qwen3.5 (transformers 5.23.0 `models/qwen3_5/`): a hybrid decoder of Gated DeltaNet
+//! (linear attention) and gated full-attention layers with interleaved M-RoPE on part of each
+//! head, and a ViT with a learned, bilinearly resampled position table. `mtp.*` tensors (the
+//! multi-token-prediction head) are never read.
+
+pub mod config;
+pub mod text;
+pub mod vision;
+
+use crate::model::local::backend::Backend;
+use crate::model::local::config::ModelConfig;
+use crate::model::local::weights::Weights;
+use crate::model::local::LocalError;
+
+use config::Qwen35Extra;
+
+/// Qwen3.5 weights on a backend.
+pub struct Qwen35<B: Backend> {
+    /// Vision tower.
+    pub vision: vision::Vision<B>,
+    /// Decoder.
+    pub text: text::Text<B>,
+}
+
+impl<B: Backend> Qwen35<B> {
+    /// Load `visual.*` and `model.*` tensors (transformers 5 names via the weight aliases).
+    pub fn load(
+        be: &B,
+        w: &Weights,
+        cfg: &ModelConfig,
+        extra: &Qwen35Extra,
+    ) -> Result<Qwen35<B>, LocalError> {
+        Ok(Qwen35 {
+            vision: vision::Vision::load(be, w, &cfg.vision, extra)?,
+            text: text::Text::load(be, w, &cfg.text, extra)?,
+        })
+    }
+}
+
+/// Load a zero-centred RMSNorm weight as `1 + w` (Qwen3.5's decoder norms compute
+/// `x·rsqrt(mean x² + eps)·(1 + w)` in f32; adding once at load gives the same f32 values).
+pub(crate) fn norm_plus_one<B: Backend>(
+    be: &B,
+    w: &Weights,
+    name: &str,
+    dim: usize,
+) -> Result<B::Buf, LocalError> {
+    let v = w.f32(name, &[dim])?;
+    be.weight(v.into_iter().map(|x| 1.0 + x).collect())
+}

@@ -1,0 +1,419 @@
+//! The local Qwen3.5 against references computed by transformers 5.23.0
+//! (scripts/make_qwen35_fixtures.py): pixel patches, token ids, M-RoPE positions, image
+//! embeddings, prefill logits, a decode step with the cache, 16 greedy tokens; ragged batches
+//! (each sequence its own KV, conv and recurrent state); bad checkpoints exit 2 naming the fault.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use vlm_eval::model::local::backend::cpu::Cpu;
+use vlm_eval::model::local::config::{ModelConfig, PreprocessorConfig};
+use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
+use vlm_eval::model::local::preprocess::{
+    mrope_positions, preprocess_image, preprocess_rgb, ImageInput,
+};
+use vlm_eval::model::local::sampling::{argmax, SamplingParams};
+use vlm_eval::model::local::weights::Weights;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35")
+}
+
+fn engine() -> Engine<Cpu> {
+    Engine::load(&fixture(), Cpu).expect("load the tiny Qwen3.5 fixture")
+}
+
+/// Values in one flattened patch: 3 channels · 2 frames · 16 · 16.
+const PATCH_DIM: usize = 1536;
+
+struct Reference {
+    ids: Vec<u32>,
+    pixels: Vec<f32>,
+    grids: Vec<[usize; 3]>,
+    positions: Vec<i64>,
+    delta: i64,
+    embeds: Vec<f32>,
+    logits: Vec<f32>,
+    decode_logits: Vec<f32>,
+    greedy: Vec<u32>,
+}
+
+fn reference(file: &str) -> Reference {
+    let w = Weights::open_files(&[fixture().join(file)]).unwrap();
+    let ids: Vec<u32> = w
+        .i64_any("input_ids")
+        .unwrap()
+        .1
+        .iter()
+        .map(|&x| x as u32)
+        .collect();
+    let (_, g) = w.i64_any("image_grid_thw").unwrap();
+    let grids = g
+        .chunks(3)
+        .map(|c| [c[0] as usize, c[1] as usize, c[2] as usize])
+        .collect();
+    let greedy_all = w.i64_any("greedy_ids").unwrap().1;
+    Reference {
+        greedy: greedy_all[ids.len()..].iter().map(|&x| x as u32).collect(),
+        ids,
+        pixels: w.f32_any("pixel_values").unwrap().1,
+        grids,
+        positions: w.i64_any("position_ids").unwrap().1,
+        delta: w.i64_any("rope_deltas").unwrap().1[0],
+        embeds: w.f32_any("image_embeds").unwrap().1,
+        logits: w.f32_any("logits").unwrap().1,
+        decode_logits: w.f32_any("decode_logits").unwrap().1,
+    }
+}
+
+fn ref_images(r: &Reference) -> Vec<ImageInput> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &g in &r.grids {
+        let n = g[0] * g[1] * g[2] * PATCH_DIM;
+        out.push(ImageInput {
+            pixels: r.pixels[at..at + n].to_vec(),
+            grid: g,
+        });
+        at += n;
+    }
+    out
+}
+
+fn ref_prompt(r: &Reference) -> Prompt {
+    Prompt {
+        ids: r.ids.clone(),
+        images: ref_images(r),
+    }
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "lengths differ");
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+fn greedy(max_new: usize) -> GenParams {
+    GenParams {
+        max_new_tokens: max_new,
+        sampling: SamplingParams::greedy(),
+        stop_ids: Vec::new(),
+    }
+}
+
+fn check_fixture(file: &str, messages: Value, pngs: &[&str]) {
+    let e = engine();
+    let r = reference(file);
+    let images: Vec<ImageInput> = pngs
+        .iter()
+        .map(|p| preprocess_image(&std::fs::read(fixture().join(p)).unwrap(), &e.pre).unwrap())
+        .collect();
+    assert_eq!(images.iter().map(|i| i.grid).collect::<Vec<_>>(), r.grids);
+    let ours: Vec<f32> = images
+        .iter()
+        .flat_map(|i| i.pixels.iter().copied())
+        .collect();
+    assert_eq!(max_abs_diff(&ours, &r.pixels), 0.0, "pixel patches differ");
+
+    let prompt = e.prompt(&messages, None, images).unwrap();
+    assert_eq!(prompt.ids, r.ids, "input_ids differ");
+    let (pos, delta) = mrope_positions(&prompt.ids, &r.grids, e.cfg.image_token_id, 2).unwrap();
+    assert_eq!(
+        pos.iter().flatten().copied().collect::<Vec<_>>(),
+        r.positions
+    );
+    assert_eq!(delta, r.delta);
+
+    let imgs = ref_images(&r);
+    let emb = e.image_embeds(&imgs.iter().collect::<Vec<_>>()).unwrap();
+    let d = max_abs_diff(&emb, &r.embeds);
+    println!("{file}: image embeds max |diff| = {d:e}");
+    assert!(d <= 1e-4, "image embeds differ by {d}");
+
+    let p = ref_prompt(&r);
+    let logits = e.prefill_logits(&p).unwrap();
+    let d = max_abs_diff(&logits, &r.logits);
+    println!("{file}: prefill logits max |diff| = {d:e}");
+    assert!(d <= 1e-4, "prefill logits differ by {d}");
+
+    // One decode step with the cache: prefill, then feed the first greedy token.
+    let v = e.cfg.text.vocab_size;
+    let step = e.decode_step_logits(&p, r.greedy[0]).unwrap();
+    let d = max_abs_diff(&step, &r.decode_logits);
+    println!("{file}: decode-step logits max |diff| = {d:e}");
+    assert!(d <= 1e-4, "decode-step logits differ by {d}");
+    assert_eq!(
+        argmax(&logits[logits.len() - v..][..e.vocab_len()]) as u32,
+        r.greedy[0]
+    );
+
+    let g = e.generate(p.clone(), greedy(16)).unwrap();
+    assert_eq!(g.tokens, r.greedy, "greedy tokens (with cache) differ");
+    let nc = e.greedy_without_cache(&p, 16).unwrap();
+    assert_eq!(nc, r.greedy, "greedy tokens (no cache) differ");
+}
+
+#[test]
+fn one_image_matches_transformers() {
+    check_fixture(
+        "reference.safetensors",
+        json!([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Describe the image."}]}]),
+        &["image_64.png"],
+    );
+}
+
+#[test]
+fn two_images_with_text_between_match_transformers() {
+    check_fixture(
+        "reference2.safetensors",
+        json!([{"role": "system", "content": "You play Crafter."},
+               {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this picture? And here:"},
+                                            {"type": "image"}]}]),
+        &["image_56x112.png", "image_90x70.png"],
+    );
+}
+
+#[test]
+fn tools_request_tokenizes_like_transformers() {
+    let e = engine();
+    let req: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture().join("tools_request.json")).unwrap(),
+    )
+    .unwrap();
+    let w = Weights::open_files(&[fixture().join("reference.safetensors")]).unwrap();
+    let want: Vec<u32> = w
+        .i64_any("tools_input_ids")
+        .unwrap()
+        .1
+        .iter()
+        .map(|&x| x as u32)
+        .collect();
+    let p = e
+        .prompt(&req["messages"], Some(&req["tools"]), Vec::new())
+        .unwrap();
+    assert_eq!(p.ids, want);
+}
+
+#[test]
+fn ragged_batch_keeps_each_sequence_state_apart() {
+    let e = engine();
+    let (r1, r2) = (
+        reference("reference.safetensors"),
+        reference("reference2.safetensors"),
+    );
+    let (p1, p2) = (ref_prompt(&r1), ref_prompt(&r2));
+    let sampled = |seed| GenParams {
+        max_new_tokens: 12,
+        sampling: SamplingParams {
+            temperature: 0.9,
+            top_p: 0.95,
+            top_k: 50,
+            seed,
+        },
+        stop_ids: Vec::new(),
+    };
+    // Different prompt lengths and stop points: prefill rows of 24 and 66 tokens in one call,
+    // then decode steps over 3, then 2, then 1 sequences.
+    let batch = e
+        .generate_batch(vec![
+            (p1.clone(), greedy(16)),
+            (p2.clone(), greedy(5)),
+            (p1.clone(), sampled(3)),
+        ])
+        .unwrap();
+    assert_eq!(batch[0].tokens, r1.greedy);
+    assert_eq!(batch[1].tokens, r2.greedy[..5]);
+    assert_eq!(batch[2].tokens, e.generate(p1, sampled(3)).unwrap().tokens);
+    assert_eq!(batch[0].max_batch, 3);
+}
+
+#[test]
+fn crafter_frame_becomes_64_image_tokens_with_the_published_processor() {
+    // Qwen3.5's processor defaults (no preprocessor_config.json): factor 32, min 65,536 pixels.
+    let cfg = ModelConfig::load(&fixture()).unwrap();
+    let pre = PreprocessorConfig::load_or_default(Path::new("/nonexistent-dir"), &cfg).unwrap();
+    assert_eq!((pre.min_pixels, pre.image_mean), (65_536, [0.5; 3]));
+    let img = preprocess_rgb(&vec![128u8; 64 * 64 * 3], 64, 64, &pre).unwrap();
+    assert_eq!(img.grid, [1, 16, 16]);
+    assert_eq!(img.merged_tokens(2), 64);
+}
+
+/// A copy of the fixture with `edit` applied, for bad-input tests.
+fn broken_copy(name: &str, edit: impl FnOnce(&Path)) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("qwen35-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in std::fs::read_dir(fixture()).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, dir.join(f.file_name().unwrap())).unwrap();
+    }
+    edit(&dir);
+    dir
+}
+
+fn edit_config(dir: &Path, f: impl FnOnce(&mut Value)) {
+    let p = dir.join("config.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, v.to_string()).unwrap();
+}
+
+/// Run `vlm-eval` on a local checkpoint; expect exit 2 and one error line containing `want`.
+fn expect_usage_error(dir: &Path, want: &str) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(["--model", &format!("local:{}", dir.display())])
+        .args(["--device", "cpu", "--seeds", "1", "--steps", "1", "--quiet"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains(want), "wanted `{want}` in: {err}");
+}
+
+#[test]
+fn bad_checkpoints_exit_2_naming_the_fault() {
+    // Layer 0 declared full attention: its q_proj is missing.
+    let d = broken_copy("missing", |d| {
+        edit_config(d, |v| {
+            v["text_config"]["layer_types"][0] = json!("full_attention")
+        })
+    });
+    expect_usage_error(&d, "model.layers.0.self_attn.q_proj.weight");
+    // A wider value head than the weights: in_proj_z is mis-shaped.
+    let d = broken_copy("shape", |d| {
+        edit_config(d, |v| v["text_config"]["linear_value_head_dim"] = json!(16))
+    });
+    expect_usage_error(&d, "in_proj_qkv.weight");
+    let d = broken_copy("layer-type", |d| {
+        edit_config(d, |v| {
+            v["text_config"]["layer_types"][2] = json!("sliding_attention")
+        })
+    });
+    expect_usage_error(&d, "layer_types[2]");
+    let d = broken_copy("model-type", |d| {
+        edit_config(d, |v| v["model_type"] = json!("qwen9_vl"))
+    });
+    expect_usage_error(&d, "qwen2_vl, qwen3_5");
+    let d = broken_copy("tokenizer", |d| {
+        let p = d.join("tokenizer.json");
+        let t = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("<|image_pad|>", "<|img|>");
+        std::fs::write(&p, t).unwrap();
+    });
+    expect_usage_error(&d, "<|image_pad|>");
+}
+
+#[test]
+fn chat_template_renders_like_jinja2() {
+    // templates.json: transformers' apply_chat_template (jinja2) output for tools, several
+    // turns with images, reasoning and a tool call, thinking on and off.
+    let mut e = engine();
+    let cases: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture().join("templates.json")).unwrap())
+            .unwrap();
+    assert_eq!(cases.len(), 5);
+    for c in &cases {
+        e.tok.enable_thinking = c["enable_thinking"].as_bool();
+        let tools = (!c["tools"].is_null()).then_some(&c["tools"]);
+        let got = e.tok.render(&c["messages"], tools).unwrap();
+        assert_eq!(got, c["text"].as_str().unwrap(), "case {}", c["name"]);
+    }
+}
+
+#[test]
+fn thinking_text_is_split_from_the_reply() {
+    let e = engine();
+    let ids = e
+        .tok
+        .encode("<think>\nA tree is west.\n</think>\n\nmove_left")
+        .unwrap();
+    let (think, text) = e.tok.split_thinking(&ids);
+    assert_eq!(think.as_deref(), Some("A tree is west."));
+    assert_eq!(text, "move_left");
+    let ids = e.tok.encode("move_left").unwrap();
+    assert_eq!(e.tok.split_thinking(&ids), (None, "move_left".to_string()));
+}
+
+#[test]
+fn run_plays_qwen35_and_records_thinking() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_qwen35_run");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(["--model", &format!("local:{}", fixture().display())])
+        .args([
+            "--device",
+            "cpu",
+            "--seeds",
+            "2",
+            "--steps",
+            "3",
+            "--max-tokens",
+            "24",
+        ])
+        .args(["--run-name", "tiny35", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run = vlm_eval::results::run::open_run(&out.join("tiny35")).unwrap();
+    assert_eq!(run.episodes.len(), 2);
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tiny35/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(info["config"]["thinking"], "off");
+    let p = vlm_eval::report::protocol::protocol_of(&info);
+    assert_eq!(p["thinking"], "off");
+}
+
+#[test]
+fn trainer_checkpoint_bf16_sharded_plays_a_run() {
+    // tests/fixtures/tiny-qwen35-ckpt-bf16: save_pretrained output (bf16, 3 shards and the
+    // index, the tokenizer and processor files the trainer saved), read as it is.
+    let ckpt = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35-ckpt-bf16");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_qwen35_ckpt_run");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(["--model", &format!("local:{}", ckpt.display())])
+        .args([
+            "--device",
+            "cpu",
+            "--seeds",
+            "1",
+            "--steps",
+            "2",
+            "--max-tokens",
+            "16",
+        ])
+        .args(["--run-name", "ckpt", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run = vlm_eval::results::run::open_run(&out.join("ckpt")).unwrap();
+    assert_eq!(run.episodes.len(), 1);
+    // The bf16 weights are the f32 fixture's rounded: the same model up to that rounding.
+    let full = engine();
+    let bf = Engine::load(&ckpt, Cpu).unwrap();
+    let r = reference("reference.safetensors");
+    let (a, b) = (
+        full.prefill_logits(&ref_prompt(&r)).unwrap(),
+        bf.prefill_logits(&ref_prompt(&r)).unwrap(),
+    );
+    let d = max_abs_diff(&a, &b);
+    println!("bf16 checkpoint: prefill logits max |diff| vs f32 = {d:e}");
+    assert!(d > 0.0 && d < 0.5, "{d}");
+}

@@ -16,10 +16,14 @@ type Key = Vec<(String, Option<SystemTime>)>;
 /// Opened runs by folder, with the change key they were read at.
 type RunCache = HashMap<PathBuf, (Key, Result<Arc<RunData>, String>)>;
 
-/// Whether a run is still playing: it has unfinished episodes (an episode folder without
-/// `episode.json`, or a planned seed with no folder yet). An interrupted run reads the same;
-/// this is the one place to ask the run folder's lock instead once there is one.
+/// Whether a run is still playing: a `vlm-eval run` holds its folder (`results::lock`, asked
+/// without taking it). A folder from before the lock (no `run.lock`) counts as playing while it
+/// has unfinished episodes (an episode folder without `episode.json`, or a planned seed with
+/// no folder yet), as an interrupted one of those reads the same.
 pub fn in_progress(run: &Path) -> bool {
+    if run.join(crate::results::lock::LOCK_FILE).exists() {
+        return crate::results::lock::holder(run).is_some();
+    }
     let (done, open) = seed_folders(run);
     if !open.is_empty() {
         return true;

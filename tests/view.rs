@@ -52,6 +52,9 @@ fn serves_pages_and_live_state_and_nothing_outside_the_folder() {
     let outside = model_run(&base, "mock", "outside", "1", "4", &[]);
     std::os::unix::fs::symlink(&outside, dir.join("linked")).unwrap();
     std::os::unix::fs::symlink(&secret, ep.join("frames/step_0009.png")).unwrap();
+    // `live` is held as `vlm-eval run` holds a folder while it plays (`results::lock`): that is
+    // what makes a run "in progress" to the view.
+    let _playing = vlm_eval::results::lock::acquire(&live).expect("hold the live run's folder");
     let before = snapshot(&dir);
 
     let view = View::start(&dir);

@@ -1,6 +1,8 @@
-//! The f32 CPU reference backend: plain loops plus `matrixmultiply` for the matmuls.
-//! It is the oracle other backends are checked against, so it favours clarity.
+//! The f32 CPU reference backend: plain loops, with the matrix products and attention in
+//! `cpu_kernels.rs`. It is the oracle other backends are checked against, so it favours
+//! clarity.
 
+use super::cpu_kernels::{self, Weights};
 use super::{hybrid, need, AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::LocalError;
 
@@ -38,61 +40,6 @@ fn erf(x: f64) -> f64 {
         1.0 - (-x2).exp() / (ax * std::f64::consts::PI.sqrt()) * s
     };
     r.copysign(x)
-}
-
-/// Most rows that take [`gemv`] (decode) rather than `matrixmultiply` (which packs the whole
-/// weight matrix on every call: twice the memory traffic when one row is multiplied).
-const GEMV_ROWS: usize = 4;
-
-/// `x · y` with eight independent partial sums, so the compiler can vectorise it.
-fn dot(x: &[f32], y: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
-    let tail: f32 = xc
-        .remainder()
-        .iter()
-        .zip(yc.remainder())
-        .map(|(a, b)| a * b)
-        .sum();
-    for (a, b) in xc.zip(yc) {
-        for i in 0..8 {
-            acc[i] += a[i] * b[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
-/// `y[rows, n] += x[rows, k] · w[n, k]ᵀ` for a few rows: each weight row is read once for all
-/// rows, output columns split across threads (each element is computed by one thread in a
-/// fixed order, so the result does not depend on the thread count).
-fn gemv(x: &[f32], rows: usize, k: usize, w: &[f32], n: usize, y: &mut [f32]) {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let threads = threads.min(n.div_ceil(256)).max(1);
-    let cols = n.div_ceil(threads);
-    // Work on a column-major copy of y's block per thread, then scatter back.
-    let mut parts: Vec<Vec<f32>> = vec![Vec::new(); threads];
-    std::thread::scope(|s| {
-        for (t, part) in parts.iter_mut().enumerate() {
-            let (j0, j1) = (t * cols, ((t + 1) * cols).min(n));
-            let y = &*y;
-            s.spawn(move || {
-                part.reserve(rows * (j1.saturating_sub(j0)));
-                for j in j0..j1 {
-                    let wr = &w[j * k..(j + 1) * k];
-                    for r in 0..rows {
-                        part.push(y[r * n + j] + dot(&x[r * k..(r + 1) * k], wr));
-                    }
-                }
-            });
-        }
-    });
-    for (t, part) in parts.iter().enumerate() {
-        let j0 = t * cols;
-        for (i, v) in part.iter().enumerate() {
-            let (j, r) = (j0 + i / rows, i % rows);
-            y[r * n + j] = *v;
-        }
-    }
 }
 
 impl Backend for Cpu {
@@ -135,34 +82,7 @@ impl Backend for Cpu {
                 row.copy_from_slice(&b[..n]);
             }
         }
-        if rows == 0 || n == 0 {
-            return Ok(y);
-        }
-        if rows <= GEMV_ROWS {
-            gemv(x, rows, k, w, n, &mut y);
-            return Ok(y);
-        }
-        let beta = if bias.is_some() { 1.0 } else { 0.0 };
-        // SAFETY: the slices hold at least rows·k, n·k and rows·n values (checked above) and the
-        // strides describe x[rows,k] row-major, wᵀ (w[n,k] read column-wise) and y[rows,n].
-        unsafe {
-            matrixmultiply::sgemm(
-                rows,
-                k,
-                n,
-                1.0,
-                x.as_ptr(),
-                k as isize,
-                1,
-                w.as_ptr(),
-                1,
-                k as isize,
-                beta,
-                y.as_mut_ptr(),
-                n as isize,
-                1,
-            );
-        }
+        cpu_kernels::matmul_add(x, rows, k, Weights::F32(w), n, &mut y);
         Ok(y)
     }
 
@@ -330,34 +250,7 @@ impl Backend for Cpu {
                 "causal attention with more queries than keys".into(),
             ));
         }
-        let scale = 1.0 / (s.hd as f32).sqrt();
-        let group = s.heads / s.kv_heads;
-        let mut scores = vec![0f32; n_kv];
-        for i in 0..n_q {
-            let visible = if causal { n_kv - n_q + i + 1 } else { n_kv };
-            for h in 0..s.heads {
-                let kh = h / group;
-                let qv = &q[(q_row + i) * qd + h * s.hd..(q_row + i) * qd + (h + 1) * s.hd];
-                let mut max = f32::NEG_INFINITY;
-                for (j, sc) in scores.iter_mut().enumerate().take(visible) {
-                    let kv = &k[j * kd + kh * s.hd..j * kd + (kh + 1) * s.hd];
-                    *sc = qv.iter().zip(kv).map(|(a, b)| a * b).sum::<f32>() * scale;
-                    max = max.max(*sc);
-                }
-                let mut sum = 0f32;
-                for sc in scores.iter_mut().take(visible) {
-                    *sc = (*sc - max).exp();
-                    sum += *sc;
-                }
-                let o = &mut out[(q_row + i) * qd + h * s.hd..(q_row + i) * qd + (h + 1) * s.hd];
-                o.iter_mut().for_each(|x| *x = 0.0);
-                for (j, &p) in scores.iter().enumerate().take(visible) {
-                    let vv = &v[j * kd + kh * s.hd..j * kd + (kh + 1) * s.hd];
-                    let p = p / sum;
-                    o.iter_mut().zip(vv).for_each(|(a, b)| *a += p * b);
-                }
-            }
-        }
+        cpu_kernels::attention(q, q_row, n_q, k, v, n_kv, s, causal, out);
         Ok(())
     }
 

@@ -190,41 +190,91 @@ pub fn delta_rule(
     s: DeltaShape,
     state: &mut [f32],
 ) -> Vec<f32> {
-    let (hk, hv, dk, dv) = (s.k_heads, s.v_heads, s.dk, s.dv);
-    let rep = hv / hk;
-    let scale = 1.0 / (dk as f32).sqrt();
+    let (hv, dk, dv) = (s.v_heads, s.dk, s.dv);
+    // Value heads are independent: split them across threads, each head's tokens in order.
+    let threads = super::cpu_kernels::threads_for(n * hv * dk * dv)
+        .min(hv)
+        .max(1);
+    let per = hv.div_ceil(threads);
+    let mut parts: Vec<Vec<f32>> = vec![Vec::new(); hv.div_ceil(per)];
+    std::thread::scope(|sc| {
+        for (c, (st, part)) in state[..hv * dk * dv]
+            .chunks_mut(per * dk * dv)
+            .zip(parts.iter_mut())
+            .enumerate()
+        {
+            let mut work = move || {
+                for (i, sh) in st.chunks_exact_mut(dk * dv).enumerate() {
+                    delta_rule_head(q, k, v, beta, g, n, s, c * per + i, sh, part);
+                }
+            };
+            if threads == 1 {
+                work();
+            } else {
+                sc.spawn(work);
+            }
+        }
+    });
+    // parts[c] holds heads c·per.. in order, each [n, dv]; interleave into [n, Hv·Dv].
     let mut out = vec![0f32; n * hv * dv];
-    let mut kv = vec![0f32; dv];
-    for t in 0..n {
-        for h in 0..hv {
-            let kh = h / rep;
-            let qt = &q[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
-            let kt = &k[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
-            let vt = &v[(t * hv + h) * dv..(t * hv + h + 1) * dv];
-            let (bt, decay) = (beta[t * hv + h], g[t * hv + h].exp());
-            let st = &mut state[h * dk * dv..(h + 1) * dk * dv];
-            st.iter_mut().for_each(|x| *x *= decay);
-            kv.iter_mut().for_each(|x| *x = 0.0);
-            for (i, &ki) in kt.iter().enumerate() {
-                let row = &st[i * dv..(i + 1) * dv];
-                kv.iter_mut().zip(row).for_each(|(a, b)| *a += b * ki);
-            }
-            for (j, m) in kv.iter_mut().enumerate() {
-                *m = (vt[j] - *m) * bt;
-            }
-            for (i, &ki) in kt.iter().enumerate() {
-                let row = &mut st[i * dv..(i + 1) * dv];
-                row.iter_mut().zip(&kv).for_each(|(a, d)| *a += ki * d);
-            }
-            let o = &mut out[(t * hv + h) * dv..(t * hv + h + 1) * dv];
-            for (i, &qi) in qt.iter().enumerate() {
-                let qi = qi * scale;
-                let row = &st[i * dv..(i + 1) * dv];
-                o.iter_mut().zip(row).for_each(|(a, b)| *a += b * qi);
+    for (c, part) in parts.iter().enumerate() {
+        for (i, head) in part.chunks_exact(n * dv).enumerate() {
+            let h = c * per + i;
+            for t in 0..n {
+                out[(t * hv + h) * dv..(t * hv + h + 1) * dv]
+                    .copy_from_slice(&head[t * dv..(t + 1) * dv]);
             }
         }
     }
     out
+}
+
+/// One value head `h` of [`delta_rule`] over the `n` tokens, its state `st [Dk, Dv]`; the
+/// head's outputs `[n, Dv]` are appended to `out`.
+#[allow(clippy::too_many_arguments)]
+fn delta_rule_head(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    beta: &[f32],
+    g: &[f32],
+    n: usize,
+    s: DeltaShape,
+    h: usize,
+    st: &mut [f32],
+    out: &mut Vec<f32>,
+) {
+    let (hk, hv, dk, dv) = (s.k_heads, s.v_heads, s.dk, s.dv);
+    let kh = h / (hv / hk);
+    let scale = 1.0 / (dk as f32).sqrt();
+    let mut kv = vec![0f32; dv];
+    for t in 0..n {
+        let qt = &q[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
+        let kt = &k[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
+        let vt = &v[(t * hv + h) * dv..(t * hv + h + 1) * dv];
+        let (bt, decay) = (beta[t * hv + h], g[t * hv + h].exp());
+        st.iter_mut().for_each(|x| *x *= decay);
+        kv.iter_mut().for_each(|x| *x = 0.0);
+        for (i, &ki) in kt.iter().enumerate() {
+            let row = &st[i * dv..(i + 1) * dv];
+            kv.iter_mut().zip(row).for_each(|(a, b)| *a += b * ki);
+        }
+        for (j, m) in kv.iter_mut().enumerate() {
+            *m = (vt[j] - *m) * bt;
+        }
+        for (i, &ki) in kt.iter().enumerate() {
+            let row = &mut st[i * dv..(i + 1) * dv];
+            row.iter_mut().zip(&kv).for_each(|(a, d)| *a += ki * d);
+        }
+        let o0 = out.len();
+        out.resize(o0 + dv, 0.0);
+        let o = &mut out[o0..];
+        for (i, &qi) in qt.iter().enumerate() {
+            let qi = qi * scale;
+            let row = &st[i * dv..(i + 1) * dv];
+            o.iter_mut().zip(row).for_each(|(a, b)| *a += b * qi);
+        }
+    }
 }
 
 /// `out[i] = Σ_t w[i·taps + t] · table[idx[i·taps + t]]` over rows of width `dim`.

@@ -4,6 +4,8 @@
 //! Every buffer is a row-major matrix whose shape the caller tracks; ops take the dimensions.
 
 pub mod cpu;
+pub mod cpu_bf16;
+pub mod cpu_kernels;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod hybrid;

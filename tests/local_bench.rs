@@ -215,6 +215,8 @@ fn parity_on_cpu_is_exact() {
         fixture().to_str().unwrap(),
         "--device",
         "cpu",
+        "--dtype",
+        "f32",
         "--json",
         json.to_str().unwrap(),
     ]);
@@ -227,14 +229,16 @@ fn parity_on_cpu_is_exact() {
     // The frame's 4 image tokens plus the default 128 teacher-forced ids.
     assert_eq!(r["prompt_tokens"], 132);
     let res = r["results"].as_array().unwrap();
-    assert_eq!(res.len(), 1, "bf16 is skipped on cpu: {r}");
+    assert_eq!(res.len(), 1, "f32 only: {r}");
     assert_eq!(res[0]["dtype"], "f32");
     assert_eq!(res[0]["positions"], 132);
     assert_eq!(res[0]["max_abs"], 0.0);
     assert_eq!(res[0]["top1_agreement"], 1.0);
     assert_eq!(res[0]["greedy_identical"], true);
     assert_eq!(res[0]["greedy"].as_array().unwrap().len(), 8);
-    // bf16 cannot run on the CPU backend: a usage error, not a silent pass.
+    // bf16 matrices on the CPU: close to the f32 reference, not equal to it. The tiny
+    // fixture's logits are nearly flat, so top-1 is checked at 0.9 (as the CUDA stand-in does
+    // at 0.95 for bf16 activations too).
     let o = vlm_eval(&[
         "bench",
         "parity",
@@ -244,8 +248,18 @@ fn parity_on_cpu_is_exact() {
         "cpu",
         "--dtype",
         "bf16",
+        "--min-top1",
+        "0.9",
+        "--json",
+        json.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = read_json(&json);
+    let res = &r["results"][0];
+    assert_eq!(res["dtype"], "bf16");
+    let d = res["max_abs"].as_f64().unwrap();
+    assert!(d > 0.0 && d < 0.5, "bf16 max |Δ| {d}: {r}");
+    assert!(res["top1_agreement"].as_f64().unwrap() >= 0.9, "{r}");
 }
 
 #[test]
@@ -325,6 +339,8 @@ fn parity_against_transformers_references() {
             fixture().to_str().unwrap(),
             "--reference",
             reference.to_str().unwrap(),
+            "--dtype",
+            "f32",
             "--json",
             json.to_str().unwrap(),
         ]);
@@ -366,6 +382,8 @@ fn parity_against_transformers_references() {
         fixture().to_str().unwrap(),
         "--reference",
         bad.to_str().unwrap(),
+        "--dtype",
+        "f32",
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");

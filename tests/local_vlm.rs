@@ -306,6 +306,9 @@ fn bad_checkpoint_folder_is_a_usage_error() {
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(errors.len(), 1, "{err}");
     assert!(errors[0].contains("/nonexistent/ckpt"), "{err}");
+    // bf16 weights run on the CPU too, and run.json says so.
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_vlm_bf16");
+    let _ = std::fs::remove_dir_all(&out);
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
         .args([
             "--model",
@@ -314,10 +317,26 @@ fn bad_checkpoint_folder_is_a_usage_error() {
             "bf16",
             "--seeds",
             "1",
+            "--steps",
+            "2",
+            "--max-tokens",
+            "24",
+            "--run-name",
+            "bf16",
             "--quiet",
+            "--out",
         ])
+        .arg(&out)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--dtype"));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(out.join("bf16").join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["config"]["dtype"], "bf16", "{info}");
+    assert_eq!(info["config"]["device"], "cpu", "{info}");
 }

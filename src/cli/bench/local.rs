@@ -62,7 +62,7 @@ pub enum ParityDType {
     F32,
     /// bf16 weights only.
     Bf16,
-    /// f32, then bf16 (bf16 is skipped on cpu).
+    /// f32, then bf16.
     Both,
 }
 
@@ -260,15 +260,11 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
     if a.positions == 0 {
         return Err(CliError::usage("--positions must be at least 1"));
     }
-    let mut skipped = Vec::new();
+    let skipped: Vec<String> = Vec::new();
     let dtypes = match (a.dtype, a.device) {
         (ParityDType::F32, _) => vec![DType::F32],
         (ParityDType::Bf16, _) => vec![DType::Bf16],
-        (ParityDType::Both, Device::Cuda) => vec![DType::F32, DType::Bf16],
-        (ParityDType::Both, Device::Cpu) => {
-            skipped.push("bf16: the CPU backend computes in f32 only".to_string());
-            vec![DType::F32]
-        }
+        (ParityDType::Both, _) => vec![DType::F32, DType::Bf16],
     };
     let self_check = a.device == Device::Cpu && a.reference.is_none();
     let reference = match &a.reference {

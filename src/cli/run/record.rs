@@ -48,7 +48,11 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
             json!({"index": shard.index, "count": shard.count, "all_seeds": rr.all_seeds});
     }
     if rr.local_dir.is_some() {
+        use crate::model::local::device::{default_dtype, Device};
         config["thinking"] = json!(a.thinking.unwrap_or_default().as_str());
+        let device = a.device.unwrap_or(Device::Cpu);
+        config["device"] = json!(device.name());
+        config["dtype"] = json!(a.dtype.unwrap_or(default_dtype(device)).name());
     }
     let system = &rr.system;
     let mut run_info = json!({

@@ -5,6 +5,7 @@
 //! machine has the libraries) and calls it.
 
 use super::backend::cpu::Cpu;
+use super::backend::cpu_bf16::CpuBf16;
 use super::backend::Backend;
 use super::LocalError;
 
@@ -55,7 +56,8 @@ impl Thinking {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
-    /// bfloat16 weights (GPU).
+    /// bfloat16 matrices (linear weights, embeddings): the GPU default; on the CPU, half the
+    /// memory of f32.
     Bf16,
     /// float32 weights.
     F32,
@@ -95,10 +97,7 @@ pub fn with_backend<W: WithBackend>(
 ) -> Result<W::Output, LocalError> {
     let dtype = dtype.unwrap_or(default_dtype(device));
     match device {
-        Device::Cpu if dtype == DType::Bf16 => Err(LocalError::Device(
-            "--dtype bf16 needs --device cuda; the CPU backend computes in f32 (use --dtype f32)"
-                .into(),
-        )),
+        Device::Cpu if dtype == DType::Bf16 => work.run(CpuBf16),
         Device::Cpu => work.run(Cpu),
         Device::Cuda => run_cuda(dtype, work),
     }

@@ -1,0 +1,343 @@
+//! The CPU backend with bf16 matrices (`--device cpu --dtype bf16`): linear weights and the
+//! embedding table are stored as bfloat16 (half the memory and half the bytes read per
+//! decoded token); everything else, activations included, stays f32 and runs the f32
+//! backend's code. Products multiply bf16 weights by f32 activations with f32 accumulation
+//! (the CUDA backend also rounds activations to bf16; this one does not).
+
+use super::cpu::Cpu;
+use super::cpu_kernels::{self, bf16_to_f32, Weights};
+use super::{AttnShape, BResult, Backend, DeltaShape};
+use crate::model::local::LocalError;
+
+/// CPU backend storing matrices in bf16.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuBf16;
+
+/// A buffer of the bf16 CPU backend.
+#[derive(Clone, Debug)]
+pub enum CpuBuf {
+    /// f32 values (activations, norms, biases, small weights).
+    F32(Vec<f32>),
+    /// bfloat16 bit patterns (linear weights and the embedding table).
+    Bf16(Vec<u16>),
+}
+
+fn f<'a>(b: &'a CpuBuf, what: &str) -> BResult<&'a Vec<f32>> {
+    match b {
+        CpuBuf::F32(v) => Ok(v),
+        CpuBuf::Bf16(_) => Err(LocalError::Internal(format!(
+            "{what}: a bf16 matrix where f32 values were expected"
+        ))),
+    }
+}
+
+fn fm<'a>(b: &'a mut CpuBuf, what: &str) -> BResult<&'a mut Vec<f32>> {
+    match b {
+        CpuBuf::F32(v) => Ok(v),
+        CpuBuf::Bf16(_) => Err(LocalError::Internal(format!(
+            "{what}: a bf16 matrix where f32 values were expected"
+        ))),
+    }
+}
+
+fn ok(v: BResult<Vec<f32>>) -> BResult<CpuBuf> {
+    v.map(CpuBuf::F32)
+}
+
+impl Backend for CpuBf16 {
+    type Buf = CpuBuf;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn weight_bytes_per_value(&self) -> usize {
+        2
+    }
+    fn weight(&self, data: Vec<f32>) -> BResult<CpuBuf> {
+        Ok(CpuBuf::F32(data))
+    }
+    fn matrix(&self, data: Vec<f32>) -> BResult<CpuBuf> {
+        Ok(CpuBuf::Bf16(
+            data.iter()
+                .map(|&v| half::bf16::from_f32(v).to_bits())
+                .collect(),
+        ))
+    }
+    fn upload(&self, data: &[f32]) -> BResult<CpuBuf> {
+        Ok(CpuBuf::F32(data.to_vec()))
+    }
+    fn download(&self, x: &CpuBuf) -> BResult<Vec<f32>> {
+        Ok(match x {
+            CpuBuf::F32(v) => v.clone(),
+            CpuBuf::Bf16(b) => b.iter().map(|&u| bf16_to_f32(u)).collect(),
+        })
+    }
+    fn zeros(&self, n: usize) -> BResult<CpuBuf> {
+        Ok(CpuBuf::F32(vec![0.0; n]))
+    }
+
+    fn linear(
+        &self,
+        x: &CpuBuf,
+        rows: usize,
+        k: usize,
+        w: &CpuBuf,
+        n: usize,
+        bias: Option<&CpuBuf>,
+    ) -> BResult<CpuBuf> {
+        let x = f(x, "linear input")?;
+        let bias = bias.map(|b| f(b, "linear bias")).transpose()?;
+        let wb = match w {
+            CpuBuf::F32(w) => return ok(Cpu.linear(x, rows, k, w, n, bias)),
+            CpuBuf::Bf16(wb) => wb,
+        };
+        super::need("linear input", x.len(), rows * k)?;
+        super::need("linear weight", wb.len(), n * k)?;
+        let mut y = vec![0f32; rows * n];
+        if let Some(b) = bias {
+            super::need("linear bias", b.len(), n)?;
+            for row in y.chunks_exact_mut(n) {
+                row.copy_from_slice(&b[..n]);
+            }
+        }
+        cpu_kernels::matmul_add(x, rows, k, Weights::Bf16(wb), n, &mut y);
+        Ok(CpuBuf::F32(y))
+    }
+    fn add_assign(&self, x: &mut CpuBuf, y: &CpuBuf) -> BResult<()> {
+        Cpu.add_assign(fm(x, "add")?, f(y, "add")?)
+    }
+    fn rms_norm(
+        &self,
+        x: &CpuBuf,
+        rows: usize,
+        dim: usize,
+        w: &CpuBuf,
+        eps: f32,
+    ) -> BResult<CpuBuf> {
+        ok(Cpu.rms_norm(f(x, "rms_norm")?, rows, dim, f(w, "rms_norm")?, eps))
+    }
+    fn layer_norm(
+        &self,
+        x: &CpuBuf,
+        rows: usize,
+        dim: usize,
+        w: &CpuBuf,
+        b: &CpuBuf,
+        eps: f32,
+    ) -> BResult<CpuBuf> {
+        let (x, w, b) = (
+            f(x, "layer_norm")?,
+            f(w, "layer_norm")?,
+            f(b, "layer_norm")?,
+        );
+        ok(Cpu.layer_norm(x, rows, dim, w, b, eps))
+    }
+    fn rope(
+        &self,
+        x: &mut CpuBuf,
+        rows: usize,
+        heads: usize,
+        hd: usize,
+        cos: &CpuBuf,
+        sin: &CpuBuf,
+    ) -> BResult<()> {
+        let (c, s) = (f(cos, "rope")?, f(sin, "rope")?);
+        Cpu.rope(fm(x, "rope")?, rows, heads, hd, c, s)
+    }
+    fn silu_mul(&self, gu: &CpuBuf, rows: usize, m: usize) -> BResult<CpuBuf> {
+        ok(Cpu.silu_mul(f(gu, "silu_mul")?, rows, m))
+    }
+    fn quick_gelu(&self, x: &mut CpuBuf) -> BResult<()> {
+        Cpu.quick_gelu(fm(x, "quick_gelu")?)
+    }
+    fn gelu_erf(&self, x: &mut CpuBuf) -> BResult<()> {
+        Cpu.gelu_erf(fm(x, "gelu_erf")?)
+    }
+    fn gather_rows(&self, table: &CpuBuf, dim: usize, ids: &[u32]) -> BResult<CpuBuf> {
+        let t = match table {
+            CpuBuf::F32(t) => return ok(Cpu.gather_rows(t, dim, ids)),
+            CpuBuf::Bf16(t) => t,
+        };
+        let mut out = Vec::with_capacity(ids.len() * dim);
+        for &id in ids {
+            let a = id as usize * dim;
+            let row = t.get(a..a + dim).ok_or_else(|| {
+                LocalError::Internal(format!("token id {id} is outside the embedding table"))
+            })?;
+            out.extend(row.iter().map(|&u| bf16_to_f32(u)));
+        }
+        Ok(CpuBuf::F32(out))
+    }
+    fn slice_cols(
+        &self,
+        x: &CpuBuf,
+        rows: usize,
+        stride: usize,
+        col0: usize,
+        n: usize,
+    ) -> BResult<CpuBuf> {
+        ok(Cpu.slice_cols(f(x, "slice_cols")?, rows, stride, col0, n))
+    }
+    fn copy_rows(
+        &self,
+        dst: &mut CpuBuf,
+        dst_row: usize,
+        src: &CpuBuf,
+        src_row: usize,
+        rows: usize,
+        dim: usize,
+    ) -> BResult<()> {
+        let s = f(src, "copy_rows")?;
+        Cpu.copy_rows(fm(dst, "copy_rows")?, dst_row, s, src_row, rows, dim)
+    }
+    fn attention(
+        &self,
+        q: &CpuBuf,
+        q_row: usize,
+        n_q: usize,
+        k: &CpuBuf,
+        v: &CpuBuf,
+        n_kv: usize,
+        s: AttnShape,
+        causal: bool,
+        out: &mut CpuBuf,
+    ) -> BResult<()> {
+        let (q, k, v) = (f(q, "attention")?, f(k, "attention")?, f(v, "attention")?);
+        Cpu.attention(q, q_row, n_q, k, v, n_kv, s, causal, fm(out, "attention")?)
+    }
+    fn rope_partial(
+        &self,
+        x: &mut CpuBuf,
+        rows: usize,
+        heads: usize,
+        hd: usize,
+        rot: usize,
+        cos: &CpuBuf,
+        sin: &CpuBuf,
+    ) -> BResult<()> {
+        let (c, s) = (f(cos, "rope_partial")?, f(sin, "rope_partial")?);
+        Cpu.rope_partial(fm(x, "rope_partial")?, rows, heads, hd, rot, c, s)
+    }
+    fn mul_sigmoid(&self, x: &mut CpuBuf, g: &CpuBuf) -> BResult<()> {
+        let g = f(g, "mul_sigmoid")?;
+        Cpu.mul_sigmoid(fm(x, "mul_sigmoid")?, g)
+    }
+    fn gelu_tanh(&self, x: &mut CpuBuf) -> BResult<()> {
+        Cpu.gelu_tanh(fm(x, "gelu_tanh")?)
+    }
+    fn l2_norm(&self, x: &CpuBuf, rows: usize, dim: usize, eps: f32) -> BResult<CpuBuf> {
+        ok(Cpu.l2_norm(f(x, "l2_norm")?, rows, dim, eps))
+    }
+    fn rms_norm_gated(
+        &self,
+        x: &CpuBuf,
+        z: &CpuBuf,
+        rows: usize,
+        dim: usize,
+        w: &CpuBuf,
+        eps: f32,
+    ) -> BResult<CpuBuf> {
+        let (x, z, w) = (f(x, "norm")?, f(z, "norm")?, f(w, "norm")?);
+        ok(Cpu.rms_norm_gated(x, z, rows, dim, w, eps))
+    }
+    fn conv1d_silu(
+        &self,
+        x: &CpuBuf,
+        n: usize,
+        ch: usize,
+        w: &CpuBuf,
+        k: usize,
+        state: &mut CpuBuf,
+    ) -> BResult<CpuBuf> {
+        let (x, w) = (f(x, "conv1d")?, f(w, "conv1d")?);
+        ok(Cpu.conv1d_silu(x, n, ch, w, k, fm(state, "conv1d state")?))
+    }
+    fn delta_gates(
+        &self,
+        b: &CpuBuf,
+        a: &CpuBuf,
+        rows: usize,
+        heads: usize,
+        a_log: &CpuBuf,
+        dt_bias: &CpuBuf,
+    ) -> BResult<(CpuBuf, CpuBuf)> {
+        let (b, a) = (f(b, "delta_gates")?, f(a, "delta_gates")?);
+        let (l, d) = (f(a_log, "delta_gates")?, f(dt_bias, "delta_gates")?);
+        let (beta, g) = Cpu.delta_gates(b, a, rows, heads, l, d)?;
+        Ok((CpuBuf::F32(beta), CpuBuf::F32(g)))
+    }
+    fn delta_rule(
+        &self,
+        q: &CpuBuf,
+        k: &CpuBuf,
+        v: &CpuBuf,
+        beta: &CpuBuf,
+        g: &CpuBuf,
+        n: usize,
+        s: DeltaShape,
+        state: &mut CpuBuf,
+    ) -> BResult<CpuBuf> {
+        let (q, k, v) = (
+            f(q, "delta_rule")?,
+            f(k, "delta_rule")?,
+            f(v, "delta_rule")?,
+        );
+        let (beta, g) = (f(beta, "delta_rule")?, f(g, "delta_rule")?);
+        ok(Cpu.delta_rule(q, k, v, beta, g, n, s, fm(state, "delta_rule state")?))
+    }
+    fn gather_weighted(
+        &self,
+        table: &CpuBuf,
+        dim: usize,
+        idx: &[u32],
+        w: &[f32],
+        taps: usize,
+    ) -> BResult<CpuBuf> {
+        ok(Cpu.gather_weighted(f(table, "gather_weighted")?, dim, idx, w, taps))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_matrices_round_once_and_everything_else_stays_f32() {
+        let be = CpuBf16;
+        let (rows, k, n) = (3, 16, 5);
+        let x: Vec<f32> = (0..rows * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let w: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.11).cos() / 3.0).collect();
+        let wr: Vec<f32> = w
+            .iter()
+            .map(|&v| half::bf16::from_f32(v).to_f32())
+            .collect();
+        let got = be
+            .linear(
+                &be.upload(&x).unwrap(),
+                rows,
+                k,
+                &be.matrix(w.clone()).unwrap(),
+                n,
+                None,
+            )
+            .unwrap();
+        let want = Cpu.linear(&x, rows, k, &wr, n, None).unwrap();
+        let got = be.download(&got).unwrap();
+        let d = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0., f32::max);
+        assert!(d < 1e-5, "max |Δ| {d}");
+        // The embedding table: rows of the rounded values.
+        let t = be.matrix(w.clone()).unwrap();
+        let rows2 = be
+            .download(&be.gather_rows(&t, k, &[4, 0]).unwrap())
+            .unwrap();
+        assert_eq!(&rows2[..k], &wr[4 * k..5 * k]);
+        assert_eq!(&rows2[k..], &wr[..k]);
+        assert!(be.gather_rows(&t, k, &[5]).is_err());
+        // An f32 op given a bf16 matrix is an error, not a reinterpretation.
+        assert!(be.silu_mul(&t, 1, 8).is_err());
+    }
+}

@@ -1,23 +1,27 @@
 #!/usr/bin/env python3
 """The transformers side of `vlm-eval bench local`: the same prompt shape on the same weights.
 
-Builds Qwen2-VL-2B-shaped weights with random initialisation (speed does not depend on the
-values, and nothing is downloaded), optionally saves them for the Rust bench, then measures on
-the GPU in bf16 (CPU and f32 with --tiny, for a smoke test):
+Builds Qwen2-VL-2B-shaped (--family qwen2vl) or Qwen3.5-0.8B-shaped (--family qwen35) weights
+with random initialisation (speed does not depend on the values, and nothing is downloaded),
+optionally saves them for the Rust bench, then measures on the GPU in bf16, or on the CPU in f32
+(--tiny: tiny shapes, for a smoke test):
   - device copy bandwidth (read + write of a 2 GiB buffer), the practical roofline;
   - time to first token: one forward over 20 text ids, one frame's image tokens, 30 text ids;
   - decode tokens/s of `generate` (greedy, fixed length) at each batch size.
 Prints one JSON object (also written to --json).
 
-Usage: scripts/hf_baseline.py [--tiny] [--save DIR] [--new 128] [--frame 64] [--batch 1,16]
+Usage: scripts/hf_baseline.py [--family qwen2vl|qwen35] [--tiny] [--save DIR] [--new 128]
+                              [--frame 64] [--batch 1,16] [--threads N] [--device cpu|cuda]
 """
 import argparse
 import json
+import math
 import statistics
 import time
 
 import torch
-from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+from transformers import (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen3_5Config,
+                          Qwen3_5ForConditionalGeneration)
 
 
 def config(tiny: bool) -> Qwen2VLConfig:
@@ -39,6 +43,50 @@ def config(tiny: bool) -> Qwen2VLConfig:
     vision.update(mlp_ratio=4, patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
     return Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=image_id,
                          video_token_id=video_id, tie_word_embeddings=True)
+
+
+def config_qwen35(tiny: bool) -> Qwen3_5Config:
+    """Qwen3.5-0.8B's published shapes (hybrid decoder 3 linear : 1 full), or tiny ones."""
+    if tiny:
+        text = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                    linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2,
+                    linear_num_value_heads=4)
+        rope = [2, 1, 1]
+        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
+                      out_hidden_size=64, num_position_embeddings=64)
+        ids = dict(image_token_id=5, video_token_id=6, vision_start_token_id=7,
+                   vision_end_token_id=8)
+    else:
+        text = dict(vocab_size=248320, hidden_size=1024, intermediate_size=3584,
+                    num_hidden_layers=24, num_attention_heads=8, num_key_value_heads=2,
+                    head_dim=256, linear_key_head_dim=128, linear_value_head_dim=128,
+                    linear_num_key_heads=16, linear_num_value_heads=16)
+        rope = [11, 11, 10]
+        vision = dict(depth=12, hidden_size=768, intermediate_size=3072, num_heads=12,
+                      out_hidden_size=1024, num_position_embeddings=2304)
+        ids = dict(image_token_id=248056, video_token_id=248057, vision_start_token_id=248053,
+                   vision_end_token_id=248054)
+    n = text["num_hidden_layers"]
+    text.update(rms_norm_eps=1e-6, max_position_embeddings=32768, linear_conv_kernel_dim=4,
+                layer_types=["full_attention" if (i + 1) % 4 == 0 else "linear_attention"
+                             for i in range(n)],
+                rope_parameters={"rope_type": "default", "rope_theta": 1e7,
+                                 "partial_rotary_factor": 0.25, "mrope_section": rope,
+                                 "mrope_interleaved": True},
+                tie_word_embeddings=True, bos_token_id=None, eos_token_id=2, pad_token_id=0)
+    vision.update(patch_size=16, spatial_merge_size=2, temporal_patch_size=2, in_channels=3)
+    return Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=True, **ids)
+
+
+def smart_resize(side: int, factor: int, min_pixels: int, max_pixels: int) -> int:
+    """The Qwen2-VL processor's resize of a square side (rounded to `factor`, pixel bounds)."""
+    s = max(factor, round(side / factor) * factor)
+    if s * s > max_pixels:
+        s = max(factor, math.floor(side / math.sqrt(side * side / max_pixels) / factor) * factor)
+    elif s * s < min_pixels:
+        s = math.ceil(side * math.sqrt(min_pixels / (side * side)) / factor) * factor
+    return s
 
 
 def write_reference(a, model, cfg, ids, pixels, grid, dev) -> None:
@@ -64,7 +112,11 @@ def write_reference(a, model, cfg, ids, pixels, grid, dev) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--family", choices=["qwen2vl", "qwen35"], default="qwen2vl",
+                    help="Qwen2-VL-2B or Qwen3.5-0.8B shapes")
     ap.add_argument("--tiny", action="store_true", help="tiny shapes (smoke test on CPU)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
+    ap.add_argument("--threads", type=int, help="CPU threads (torch.set_num_threads)")
     ap.add_argument("--save", help="save the random weights here (for vlm-eval bench local)")
     ap.add_argument("--new", type=int, default=128, help="decoded tokens per sequence")
     ap.add_argument("--frame", type=int, default=64, help="frame side in pixels")
@@ -76,14 +128,19 @@ def main() -> None:
     ap.add_argument("--positions", type=int, default=128)
     a = ap.parse_args()
 
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if dev == "cuda" and not a.tiny else torch.float32
-    cfg = config(a.tiny)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    qwen35 = a.family == "qwen35"
+    cfg = config_qwen35(a.tiny) if qwen35 else config(a.tiny)
+    cls = Qwen3_5ForConditionalGeneration if qwen35 else Qwen2VLForConditionalGeneration
     torch.manual_seed(0)
     t = time.time()
     with torch.device(dev):
-        model = Qwen2VLForConditionalGeneration(cfg).to(dtype).eval()
-    out = {"device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
+        model = cls(cfg).to(dtype).eval()
+    out = {"family": a.family, "threads": torch.get_num_threads(),
+           "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
            "dtype": str(dtype).removeprefix("torch."),
            "params": sum(p.numel() for p in model.parameters()),
            "init_s": round(time.time() - t, 2),
@@ -107,11 +164,14 @@ def main() -> None:
         out["copy_gb_per_s"] = round(20 * 2 * x.numel() / (time.time() - t) / 1e9, 1)
         del x, y
 
-    # smart_resize for a square frame: nearest multiple of 28, at least 56.
-    side = max(56, round(a.frame / 28) * 28)
-    grid = torch.tensor([[1, side // 14, side // 14]], device=dev)
+    # The processor's resize of a square frame: Qwen2-VL patch 14 (factor 28, min 56²
+    # pixels), Qwen3.5 patch 16 (factor 32, min 65,536 pixels: a 64 px frame becomes 256 px).
+    patch = cfg.vision_config.patch_size
+    side = smart_resize(a.frame, 2 * patch, 65_536 if qwen35 else 56 * 56,
+                        16_777_216 if qwen35 else 28 * 28 * 1280)
+    grid = torch.tensor([[1, side // patch, side // patch]], device=dev)
     patches = int(grid.prod())
-    pixels = torch.randn(patches, 3 * 2 * 14 * 14, device=dev, dtype=dtype)
+    pixels = torch.randn(patches, 3 * 2 * patch * patch, device=dev, dtype=dtype)
     n_img = patches // 4
     ids = [1] * 20 + [cfg.image_token_id] * n_img + [2] * 30
     out.update(frame_px=side, image_tokens=n_img, prompt_tokens=len(ids))

@@ -12,13 +12,14 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 
+mod hybrid;
 mod matmul;
 mod setup;
 
 use setup::Kernels;
 pub use setup::{compile_kernels, missing_libraries, nvrtc_present, DeviceInfo, KERNELS, LIB_HINT};
 
-use super::{AttnShape, BResult, Backend};
+use super::{AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::device::DType;
 use crate::model::local::LocalError;
 
@@ -588,5 +589,93 @@ impl Backend for Cuda {
         // float scale); sizes and head layout checked above.
         unsafe { b.launch(cfg) }.map_err(dev("attention"))?;
         Ok(())
+    }
+
+    // The Qwen3.5 ops: native kernels (cuda/hybrid.rs) instead of the trait's host round trip.
+
+    fn rope_partial(
+        &self,
+        x: &mut CudaBuf,
+        rows: usize,
+        heads: usize,
+        hd: usize,
+        rot: usize,
+        cos: &CudaBuf,
+        sin: &CudaBuf,
+    ) -> BResult<()> {
+        self.rope_partial_impl(x, rows, heads, hd, rot, cos, sin)
+    }
+
+    fn mul_sigmoid(&self, x: &mut CudaBuf, g: &CudaBuf) -> BResult<()> {
+        self.mul_sigmoid_impl(x, g)
+    }
+
+    fn gelu_tanh(&self, x: &mut CudaBuf) -> BResult<()> {
+        self.gelu_tanh_impl(x)
+    }
+
+    fn l2_norm(&self, x: &CudaBuf, rows: usize, dim: usize, eps: f32) -> BResult<CudaBuf> {
+        self.l2_norm_impl(x, rows, dim, eps)
+    }
+
+    fn rms_norm_gated(
+        &self,
+        x: &CudaBuf,
+        z: &CudaBuf,
+        rows: usize,
+        dim: usize,
+        w: &CudaBuf,
+        eps: f32,
+    ) -> BResult<CudaBuf> {
+        self.rms_norm_gated_impl(x, z, rows, dim, w, eps)
+    }
+
+    fn conv1d_silu(
+        &self,
+        x: &CudaBuf,
+        n: usize,
+        ch: usize,
+        w: &CudaBuf,
+        k: usize,
+        state: &mut CudaBuf,
+    ) -> BResult<CudaBuf> {
+        self.conv1d_silu_impl(x, n, ch, w, k, state)
+    }
+
+    fn delta_gates(
+        &self,
+        b: &CudaBuf,
+        a: &CudaBuf,
+        rows: usize,
+        heads: usize,
+        a_log: &CudaBuf,
+        dt_bias: &CudaBuf,
+    ) -> BResult<(CudaBuf, CudaBuf)> {
+        self.delta_gates_impl(b, a, rows, heads, a_log, dt_bias)
+    }
+
+    fn delta_rule(
+        &self,
+        q: &CudaBuf,
+        k: &CudaBuf,
+        v: &CudaBuf,
+        beta: &CudaBuf,
+        g: &CudaBuf,
+        n: usize,
+        s: DeltaShape,
+        state: &mut CudaBuf,
+    ) -> BResult<CudaBuf> {
+        self.delta_rule_impl(q, k, v, beta, g, n, s, state)
+    }
+
+    fn gather_weighted(
+        &self,
+        table: &CudaBuf,
+        dim: usize,
+        idx: &[u32],
+        w: &[f32],
+        taps: usize,
+    ) -> BResult<CudaBuf> {
+        self.gather_weighted_impl(table, dim, idx, w, taps)
     }
 }

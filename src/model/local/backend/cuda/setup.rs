@@ -129,6 +129,15 @@ pub(super) struct Kernels {
     pub(super) attention: CudaFunction,
     pub(super) gemv_bf16: CudaFunction,
     pub(super) split_qkv_rope: CudaFunction,
+    pub(super) rope_partial: CudaFunction,
+    pub(super) mul_sigmoid: CudaFunction,
+    pub(super) gelu_tanh: CudaFunction,
+    pub(super) l2_norm: CudaFunction,
+    pub(super) rms_norm_gated: CudaFunction,
+    pub(super) conv1d_silu: CudaFunction,
+    pub(super) delta_gates: CudaFunction,
+    pub(super) delta_rule: CudaFunction,
+    pub(super) gather_weighted: CudaFunction,
 }
 
 impl Kernels {
@@ -153,6 +162,15 @@ impl Kernels {
             attention: f("attention")?,
             gemv_bf16: f("gemv_bf16")?,
             split_qkv_rope: f("split_qkv_rope")?,
+            rope_partial: f("rope_partial")?,
+            mul_sigmoid: f("mul_sigmoid")?,
+            gelu_tanh: f("gelu_tanh")?,
+            l2_norm: f("l2_norm")?,
+            rms_norm_gated: f("rms_norm_gated")?,
+            conv1d_silu: f("conv1d_silu")?,
+            delta_gates: f("delta_gates")?,
+            delta_rule: f("delta_rule")?,
+            gather_weighted: f("gather_weighted")?,
         })
     }
 }

@@ -914,12 +914,11 @@ fn conv1d_prefill_then_decode_matches_cpu() {
     }
 }
 
+/// q, k, v, β and g of one delta-rule call.
+type DeltaInputs = (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>);
+
 /// Random inputs of one delta-rule call: q, k L2-normalised, β in (0, 1), g < 0.
-fn delta_inputs(
-    n: usize,
-    s: DeltaShape,
-    seed: u64,
-) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
+fn delta_inputs(n: usize, s: DeltaShape, seed: u64) -> DeltaInputs {
     let qk = n * s.k_heads * s.dk;
     let q = hybrid::l2_norm(&rand_vec(qk, seed), n * s.k_heads, s.dk, 1e-6);
     let k = hybrid::l2_norm(&rand_vec(qk, seed + 1), n * s.k_heads, s.dk, 1e-6);

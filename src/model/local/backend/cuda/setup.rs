@@ -1,12 +1,17 @@
-//! Finding the CUDA libraries, compiling the NVRTC kernels and loading their entry points.
+//! Opening the device (`Cuda::new`), finding the CUDA libraries, compiling the NVRTC kernels and
+//! loading their entry points.
 
 use std::sync::Arc;
+use std::time::Instant;
 
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::CUresult;
-use cudarc::driver::{CudaFunction, CudaModule, DriverError};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use super::super::BResult;
+use super::{dev, Cuda};
+use crate::model::local::device::DType;
 use crate::model::local::LocalError;
 
 /// NVRTC source of every kernel.
@@ -60,6 +65,69 @@ pub fn compile_kernels(arch: &'static str) -> BResult<Ptx> {
         )),
         other => LocalError::Device(format!("NVRTC: {other}")),
     })
+}
+
+impl Cuda {
+    /// Open device `ordinal`, compile the kernels and create the cuBLAS handle. Missing
+    /// libraries, no device, or a device too old for `dtype` are errors, never panics.
+    pub fn new(ordinal: usize, dtype: DType) -> BResult<Cuda> {
+        let missing = missing_libraries();
+        if !missing.is_empty() {
+            return Err(LocalError::Device(format!(
+                "--device cuda: {} not found; {LIB_HINT}",
+                missing.join(", ")
+            )));
+        }
+        let count = CudaContext::device_count().map_err(dev("device count"))?;
+        if ordinal as i64 >= count as i64 {
+            return Err(LocalError::Device(format!(
+                "--device cuda: no CUDA device {ordinal} ({count} visible); check nvidia-smi \
+                 and CUDA_VISIBLE_DEVICES, or use --device cpu"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(dev("context"))?;
+        // SAFETY: the backend uses one stream, so no cross-stream synchronisation is needed.
+        unsafe { ctx.disable_event_tracking() };
+        let cc = ctx
+            .compute_capability()
+            .map_err(dev("compute capability"))?;
+        if dtype == DType::Bf16 && cc.0 < 8 {
+            return Err(LocalError::Device(format!(
+                "--dtype bf16 needs compute capability 8.0 or newer (this GPU has {}.{}); use \
+                 --dtype f32",
+                cc.0, cc.1
+            )));
+        }
+        let arch: &'static str = Box::leak(format!("compute_{}{}", cc.0, cc.1).into_boxed_str());
+        let t0 = Instant::now();
+        let ptx = compile_kernels(arch)?;
+        let kernel_compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let module = ctx.load_module(ptx).map_err(module_load_error)?;
+        let k = Kernels::load(&module)?;
+        let stream = ctx.default_stream();
+        let blas = CudaBlas::new(stream.clone()).map_err(dev("cuBLAS init"))?;
+        let info = DeviceInfo {
+            name: ctx.name().map_err(dev("device name"))?,
+            compute_capability: cc,
+            total_mem_bytes: ctx.total_mem().map_err(dev("device memory"))?,
+            kernel_compile_ms,
+        };
+        tracing::info!(
+            "CUDA device {ordinal}: {} (sm_{}{}), kernels compiled in {kernel_compile_ms:.0} ms",
+            info.name,
+            cc.0,
+            cc.1
+        );
+        let dummy = stream.alloc_zeros::<f32>(1).map_err(dev("alloc"))?;
+        Ok(Cuda {
+            dummy,
+            stream,
+            blas,
+            k,
+            dtype,
+            info,
+        })
+    }
 }
 
 /// `(major, minor)` of a CUDA version number such as 13050.

@@ -82,6 +82,7 @@ python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda"
   | tee -a "$OUT/gpu.txt"
 
 export VLM_EVAL_REQUIRE_CUDA=1 VLM_EVAL_FIXTURE=$PWD/tests/fixtures/tiny-qwen2vl
+export VLM_EVAL_FIXTURE35=$PWD/tests/fixtures/tiny-qwen35
 step cuda_tests 120 "$TESTS" --test-threads=1 --nocapture
 # bf16 flips ~3 % of the tiny random model's near-tie top-1s by itself: 0.99 is for real shapes.
 step parity_tiny 60 "$BIN" bench parity --model-dir tests/fixtures/tiny-qwen2vl --device cuda \

@@ -1026,8 +1026,13 @@ fn delta_rule_matches_cpu_and_splits_like_one_call() {
     );
 }
 
+/// The tiny Qwen3.5 fixture (`VLM_EVAL_FIXTURE35` where the binary runs away from its source
+/// tree, as scripts/gpu_check.sh does).
 fn qwen35_fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35")
+    std::env::var_os("VLM_EVAL_FIXTURE35").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35"),
+        PathBuf::from,
+    )
 }
 
 /// transformers' reference in one of the fixture's files: the prompt, image embeddings, prefill

@@ -169,7 +169,7 @@ MUTANTS=(
   "gemv-lane-stride|src/model/local/backend/cuda/kernels.cu|for (int c = lane; c < k / 8; c += 32) {|for (int c = lane; c < k / 8; c += 31) {"
   "delta-rule-no-decay|src/model/local/backend/cuda/kernels.cu|                s[ii] *= decay;|                (void)decay;"
   "delta-rule-kv-head|src/model/local/backend/cuda/kernels.cu|    int kh = h / (hv / hk);|    int kh = h % hk;"
-  "conv-state-kept|src/model/local/backend/cuda/kernels.cu|    for (int j = 0; j < past; ++j) state[(size_t)j * ch + c] = win[j];|    // the state is not saved"
+  "conv-state-kept|src/model/local/backend/cuda/kernels.cu|        if (j < past) state[(size_t)j * ch + c] = win[j];|        // the state is not saved"
   "sgemm-transpose|src/model/local/backend/cuda/matmul.rs|                    transa: cublasOperation_t::CUBLAS_OP_T,|                    transa: cublasOperation_t::CUBLAS_OP_N,"
   "gemmex-ldc|src/model/local/backend/cuda/matmul.rs|                        cudaDataType_t::CUDA_R_32F,
                         m_,|                        cudaDataType_t::CUDA_R_32F,

@@ -357,7 +357,9 @@ extern "C" __global__ void conv1d_silu(float* y, float* state, const float* x, c
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= ch || k < 1 || k > CONV_MAX_K) return;
     int past = k - 1;
+    // Loops over CONV_MAX_K with guards: constant indices keep both windows in registers.
     float win[CONV_MAX_K], wc[CONV_MAX_K];
+#pragma unroll
     for (int j = 0; j < CONV_MAX_K; ++j) {
         win[j] = j < past ? state[(size_t)j * ch + c] : 0.f;
         wc[j] = j < k ? w[(size_t)c * k + j] : 0.f;
@@ -365,15 +367,22 @@ extern "C" __global__ void conv1d_silu(float* y, float* state, const float* x, c
     for (int t = 0; t < n; ++t) {
         float xt = x[(size_t)t * ch + c];
         float acc = 0.f;
-        for (int j = 0; j < past; ++j) acc += win[j] * wc[j];
-        acc += xt * wc[past];
+#pragma unroll
+        for (int j = 0; j < CONV_MAX_K; ++j) {
+            if (j < past) acc += win[j] * wc[j];
+            if (j == past) acc += xt * wc[j];
+        }
         y[(size_t)t * ch + c] = acc / (1.f + expf(-acc));
-        if (past > 0) {
-            for (int j = 0; j + 1 < past; ++j) win[j] = win[j + 1];
-            win[past - 1] = xt;
+#pragma unroll
+        for (int j = 0; j + 1 < CONV_MAX_K; ++j) {
+            if (j + 1 < past) win[j] = win[j + 1];
+            if (j + 1 == past) win[j] = xt;
         }
     }
-    for (int j = 0; j < past; ++j) state[(size_t)j * ch + c] = win[j];
+#pragma unroll
+    for (int j = 0; j < CONV_MAX_K; ++j) {
+        if (j < past) state[(size_t)j * ch + c] = win[j];
+    }
 }
 
 // beta = sigmoid(b), g = -exp(a_log[h]) * softplus(a + dt_bias[h]) (torch softplus: threshold

@@ -14,7 +14,11 @@
 #   5. `bench local` on the same weights (bf16; f32 batch 1), then `bench parity` at real
 #      shapes: f32 max |Δ| and bf16 top-1 agreement against the CPU f32 reference, and top-1
 #      agreement and greedy tokens against transformers' own logits (--reference);
-#   6. summary.json with the Rust/transformers ratios.
+#   6. Qwen3.5: `bench parity` on the tiny Qwen3.5 fixture against transformers' reference, then
+#      scripts/hf_baseline.py --family qwen35 (random 0.8B-shaped weights saved) and `bench
+#      local` on the same weights, batch 1 and 8 (targets on an H200: batch-1 decode ≥ 1,400
+#      tok/s, TTFT ≤ 10 ms; the CUDA tests of step 2 cover the Qwen3.5 ops and fixture too);
+#   7. summary.json with the Rust/transformers ratios.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +44,7 @@ mkdir -p "$OUT"
 BIN=$PWD/.gpu/vlm-eval
 TESTS=$PWD/.gpu/cuda_backend
 CKPT=${CKPT:-/tmp/q2vl2b}
+W35=${W35:-/tmp/q35-08b}
 # GPU_CHECK_TINY=1: tiny random shapes instead of Qwen2-VL-2B (a dry run of this script).
 TINY=()
 [[ "${GPU_CHECK_TINY:-}" == 1 ]] && TINY=(--tiny)
@@ -77,6 +82,7 @@ python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda"
   | tee -a "$OUT/gpu.txt"
 
 export VLM_EVAL_REQUIRE_CUDA=1 VLM_EVAL_FIXTURE=$PWD/tests/fixtures/tiny-qwen2vl
+export VLM_EVAL_FIXTURE35=$PWD/tests/fixtures/tiny-qwen35
 step cuda_tests 120 "$TESTS" --test-threads=1 --nocapture
 # bf16 flips ~3 % of the tiny random model's near-tie top-1s by itself: 0.99 is for real shapes.
 step parity_tiny 60 "$BIN" bench parity --model-dir tests/fixtures/tiny-qwen2vl --device cuda \
@@ -94,6 +100,16 @@ step parity_2b 240 "$BIN" bench parity --model-dir "$CKPT" --device cuda --dtype
 # transformers ran in bf16 on the GPU, so its logits are no f32 oracle: gate on top-1 only.
 step parity_hf 120 "$BIN" bench parity --model-dir "$CKPT" --device cuda --dtype both \
   --reference "$CKPT/reference.safetensors" --max-abs inf --json "$OUT/parity_hf.json"
+
+# Qwen3.5 (issue 20): the tiny fixture against transformers' own logits (f32 and bf16), then
+# 0.8B shapes side by side with transformers.
+Q35=tests/fixtures/tiny-qwen35
+step parity_q35 90 "$BIN" bench parity --model-dir "$Q35" --device cuda --dtype both \
+  --reference "$Q35/reference.safetensors" --min-top1 0.9 --json "$OUT/parity_q35.json"
+step hf_qwen35 300 python3 scripts/hf_baseline.py "${TINY[@]}" --family qwen35 --save "$W35" \
+  --batch 1,8 --json "$OUT/hf_qwen35.json"
+step local_qwen35 180 "$BIN" bench local --model-dir "$W35" --device cuda --batch 1,8 \
+  --json "$OUT/local_qwen35.json"
 
 python3 - "$OUT" <<'EOF' | tee "$OUT/summary.json"
 import json, os, sys
@@ -114,6 +130,21 @@ if hf and rs:
     s["ratio_decode_rust_over_hf"] = {
         d["batch"]: d["tokens_per_s_total"] / by_b[d["batch"]]["tokens_per_s_total"]
         for d in rs["decode"] if d["batch"] in by_b}
+hq, rq = load("hf_qwen35.json"), load("local_qwen35.json")
+s["qwen35"] = {"hf": hq, "rust": rq, "parity_tiny": load("parity_q35.json")}
+if rq:
+    b1 = [d for d in rq.get("decode", []) if d.get("batch") == 1]
+    s["qwen35"]["targets"] = {
+        "decode_b1_tok_s": b1[0]["tokens_per_s_total"] if b1 else None, "decode_b1_min": 1400,
+        "ttft_ms": rq["ttft"]["median_ms"], "ttft_max_ms": 10}
+try:  # hf_baseline.py --family qwen35 writes the same fields as for Qwen2-VL
+    s["qwen35"]["ratio_ttft_hf_over_rust"] = hq["ttft_ms"]["median"] / rq["ttft"]["median_ms"]
+    by_b = {d["batch"]: d for d in hq["decode"]}
+    s["qwen35"]["ratio_decode_rust_over_hf"] = {
+        d["batch"]: d["tokens_per_s_total"] / by_b[d["batch"]]["tokens_per_s_total"]
+        for d in rq["decode"] if d["batch"] in by_b}
+except (KeyError, TypeError, ZeroDivisionError) as e:
+    s["qwen35"]["ratio_error"] = repr(e)
 print(json.dumps(s, indent=1))
 EOF
 cat "$SUMMARY"

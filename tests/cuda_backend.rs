@@ -9,11 +9,12 @@ use std::path::PathBuf;
 
 use vlm_eval::model::local::backend::cpu::Cpu;
 use vlm_eval::model::local::backend::cuda::{self, Cuda};
-use vlm_eval::model::local::backend::{AttnShape, BResult, Backend};
+use vlm_eval::model::local::backend::{hybrid, AttnShape, BResult, Backend, DeltaShape};
 use vlm_eval::model::local::device::DType;
 use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
-use vlm_eval::model::local::preprocess::preprocess_image;
+use vlm_eval::model::local::preprocess::{preprocess_image, ImageInput};
 use vlm_eval::model::local::sampling::{argmax, SamplingParams};
+use vlm_eval::model::local::weights::Weights;
 
 fn required() -> bool {
     std::env::var("VLM_EVAL_REQUIRE_CUDA").is_ok_and(|v| v == "1")
@@ -760,4 +761,399 @@ fn cuda_without_a_driver_is_a_one_line_error() {
         assert!(line.contains(m), "{line} does not name {m}");
     }
     assert!(line.contains("--device cpu"), "{line} gives no way out");
+}
+
+// ---- Qwen3.5 ops and the tiny Qwen3.5 fixture ------------------------------------------------
+
+/// Values in one flattened Qwen3.5 patch: 3 channels · 2 frames · 16 · 16.
+const QWEN35_PATCH: usize = 1536;
+
+fn sigmoid_vec(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect()
+}
+
+#[test]
+fn qwen35_elementwise_and_norm_ops_match_cpu() {
+    let Some(g) = gpu(DType::F32) else { return };
+    let c = Cpu;
+    // Partial rotary: head width 256 rotating 64 (Qwen3.5's), and a narrow head rotating all.
+    for (heads, hd, rot) in [(3, 256, 64), (2, 32, 32), (4, 40, 16)] {
+        let rows = 5;
+        let x = rand_vec(rows * heads * hd, 11);
+        let (cos, sin) = (rand_vec(rows * rot, 12), rand_vec(rows * rot, 13));
+        let mut xg = g.upload(&x).unwrap();
+        let (cg, sg) = (g.upload(&cos).unwrap(), g.upload(&sin).unwrap());
+        g.rope_partial(&mut xg, rows, heads, hd, rot, &cg, &sg)
+            .unwrap();
+        let mut want = x.clone();
+        c.rope_partial(&mut want, rows, heads, hd, rot, &cos, &sin)
+            .unwrap();
+        let got = g.download(&xg).unwrap();
+        close(
+            &format!("rope_partial hd {hd} rot {rot}"),
+            &got,
+            &want,
+            1e-6,
+        );
+        // The unrotated dims pass through bit for bit.
+        for (gr, xr) in got.chunks(hd).zip(x.chunks(hd)) {
+            assert_eq!(gr[rot..], xr[rot..], "rope_partial touched dims past {rot}");
+        }
+    }
+    let n = 3000;
+    let (x, gate) = (rand_vec(n, 14), rand_vec(n, 15));
+    let mut xg = g.upload(&x).unwrap();
+    g.mul_sigmoid(&mut xg, &g.upload(&gate).unwrap()).unwrap();
+    let mut want = x.clone();
+    c.mul_sigmoid(&mut want, &gate).unwrap();
+    close("mul_sigmoid", &g.download(&xg).unwrap(), &want, 1e-6);
+    // tanh-GELU over a wider range than [-1, 1): the tails matter.
+    let wide: Vec<f32> = rand_vec(n, 16).iter().map(|v| v * 8.0).collect();
+    let mut xg = g.upload(&wide).unwrap();
+    g.gelu_tanh(&mut xg).unwrap();
+    let mut want = wide.clone();
+    c.gelu_tanh(&mut want).unwrap();
+    close("gelu_tanh", &g.download(&xg).unwrap(), &want, 1e-6);
+    // Per-head L2 norm (rows of 128, and of 300 to cross the block width) and the gated RMSNorm.
+    for dim in [128, 300] {
+        let rows = 12;
+        let x = rand_vec(rows * dim, 17);
+        let got = g
+            .download(&g.l2_norm(&g.upload(&x).unwrap(), rows, dim, 1e-6).unwrap())
+            .unwrap();
+        close(
+            &format!("l2_norm {dim}"),
+            &got,
+            &c.l2_norm(&x, rows, dim, 1e-6).unwrap(),
+            1e-6,
+        );
+        let (z, w) = (rand_vec(rows * dim, 18), rand_vec(dim, 19));
+        let (xg, zg, wg) = (
+            g.upload(&x).unwrap(),
+            g.upload(&z).unwrap(),
+            g.upload(&w).unwrap(),
+        );
+        let got = g
+            .download(&g.rms_norm_gated(&xg, &zg, rows, dim, &wg, 1e-6).unwrap())
+            .unwrap();
+        close(
+            &format!("rms_norm_gated {dim}"),
+            &got,
+            &c.rms_norm_gated(&x, &z, rows, dim, &w, 1e-6).unwrap(),
+            1e-5,
+        );
+    }
+    // The gates, with a + dt_bias on both sides of softplus's threshold (20).
+    let (rows, heads) = (9, 6);
+    let b = rand_vec(rows * heads, 20);
+    let a: Vec<f32> = rand_vec(rows * heads, 21)
+        .iter()
+        .map(|v| v * 30.0)
+        .collect();
+    let (a_log, dt) = (rand_vec(heads, 22), rand_vec(heads, 23));
+    let (beta, gg) = g
+        .delta_gates(
+            &g.upload(&b).unwrap(),
+            &g.upload(&a).unwrap(),
+            rows,
+            heads,
+            &g.upload(&a_log).unwrap(),
+            &g.upload(&dt).unwrap(),
+        )
+        .unwrap();
+    let (wb, wg) = c.delta_gates(&b, &a, rows, heads, &a_log, &dt).unwrap();
+    close("delta_gates beta", &g.download(&beta).unwrap(), &wb, 1e-6);
+    close("delta_gates g", &g.download(&gg).unwrap(), &wg, 2e-5);
+    // Weighted gather with 4 taps (the position table's bilinear resampling).
+    let (table_rows, dim, taps, out_rows) = (100, 72, 4, 37);
+    let table = rand_vec(table_rows * dim, 24);
+    let idx: Vec<u32> = rand_vec(out_rows * taps, 25)
+        .iter()
+        .map(|v| ((v + 1.0) * 0.5 * table_rows as f32) as u32 % table_rows as u32)
+        .collect();
+    let w = rand_vec(out_rows * taps, 26);
+    let tg = g.upload(&table).unwrap();
+    let got = g
+        .download(&g.gather_weighted(&tg, dim, &idx, &w, taps).unwrap())
+        .unwrap();
+    close(
+        "gather_weighted",
+        &got,
+        &c.gather_weighted(&table, dim, &idx, &w, taps).unwrap(),
+        1e-6,
+    );
+    assert!(g.gather_weighted(&tg, dim, &[100], &[1.0], 1).is_err());
+}
+
+#[test]
+fn conv1d_prefill_then_decode_matches_cpu() {
+    let Some(g) = gpu(DType::F32) else { return };
+    let c = Cpu;
+    // 300 channels (two blocks), kernel 4; prefills longer and shorter than the state (3 rows),
+    // then single-row decode steps, each continuing the state the previous call left.
+    let (ch, k) = (300, 4);
+    let w = rand_vec(ch * k, 30);
+    let wg = g.upload(&w).unwrap();
+    for (case, lens) in [[7, 1, 1, 1], [2, 1, 3, 1], [1, 1, 1, 1]]
+        .iter()
+        .enumerate()
+    {
+        let mut sg = g.zeros((k - 1) * ch).unwrap();
+        let mut sc = vec![0.0; (k - 1) * ch];
+        for (step, &n) in lens.iter().enumerate() {
+            let x = rand_vec(n * ch, 31 + (10 * case + step) as u64);
+            let got = g
+                .conv1d_silu(&g.upload(&x).unwrap(), n, ch, &wg, k, &mut sg)
+                .unwrap();
+            let want = c.conv1d_silu(&x, n, ch, &w, k, &mut sc).unwrap();
+            let what = format!("conv1d case {case} step {step} (n {n})");
+            close(&what, &g.download(&got).unwrap(), &want, 1e-6);
+            // The state is a copy of inputs: exact.
+            assert_eq!(g.download(&sg).unwrap(), sc, "{what}: state differs");
+        }
+    }
+}
+
+/// q, k, v, β and g of one delta-rule call.
+type DeltaInputs = (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>);
+
+/// Random inputs of one delta-rule call: q, k L2-normalised, β in (0, 1), g < 0.
+fn delta_inputs(n: usize, s: DeltaShape, seed: u64) -> DeltaInputs {
+    let qk = n * s.k_heads * s.dk;
+    let q = hybrid::l2_norm(&rand_vec(qk, seed), n * s.k_heads, s.dk, 1e-6);
+    let k = hybrid::l2_norm(&rand_vec(qk, seed + 1), n * s.k_heads, s.dk, 1e-6);
+    let v = rand_vec(n * s.v_heads * s.dv, seed + 2);
+    let beta = sigmoid_vec(&rand_vec(n * s.v_heads, seed + 3));
+    let g: Vec<f32> = rand_vec(n * s.v_heads, seed + 4)
+        .iter()
+        .map(|x| -0.5 * (x + 1.0) - 0.01)
+        .collect();
+    (q, k, v, beta, g)
+}
+
+#[test]
+fn delta_rule_matches_cpu_and_splits_like_one_call() {
+    let Some(gp) = gpu(DType::F32) else { return };
+    let c = Cpu;
+    let shapes = [
+        // Hv > Hk (q/k heads repeat-interleaved), Dk ≠ Dv, neither a multiple of the tiles.
+        DeltaShape {
+            k_heads: 2,
+            v_heads: 6,
+            dk: 50,
+            dv: 40,
+        },
+        // Qwen3.5-0.8B's head widths.
+        DeltaShape {
+            k_heads: 2,
+            v_heads: 2,
+            dk: 128,
+            dv: 128,
+        },
+        // The widest key head the kernel takes.
+        DeltaShape {
+            k_heads: 1,
+            v_heads: 2,
+            dk: 256,
+            dv: 24,
+        },
+    ];
+    for s in shapes {
+        // One 12-token call on the CPU against a 9-token call then three single-token calls on
+        // the device, from the same non-zero state.
+        let n = 12;
+        let (q, k, v, beta, g) = delta_inputs(n, s, 40);
+        let init: Vec<f32> = rand_vec(s.state_len(), 45)
+            .iter()
+            .map(|x| x * 0.3)
+            .collect();
+        let mut want_state = init.clone();
+        let want = c
+            .delta_rule(&q, &k, &v, &beta, &g, n, s, &mut want_state)
+            .unwrap();
+        let mut st = gp.upload(&init).unwrap();
+        let mut got = Vec::new();
+        let (kd, vd) = (s.k_heads * s.dk, s.v_heads * s.dv);
+        let mut t0 = 0;
+        for m in [9, 1, 1, 1] {
+            let part = |x: &[f32], w: usize| gp.upload(&x[t0 * w..(t0 + m) * w]).unwrap();
+            let o = gp
+                .delta_rule(
+                    &part(&q, kd),
+                    &part(&k, kd),
+                    &part(&v, vd),
+                    &part(&beta, s.v_heads),
+                    &part(&g, s.v_heads),
+                    m,
+                    s,
+                    &mut st,
+                )
+                .unwrap();
+            got.extend(gp.download(&o).unwrap());
+            t0 += m;
+        }
+        let what = format!("delta_rule {s:?}");
+        close(&format!("{what} outputs"), &got, &want, 2e-5);
+        close(
+            &format!("{what} state"),
+            &gp.download(&st).unwrap(),
+            &want_state,
+            2e-5,
+        );
+    }
+    let bad = DeltaShape {
+        k_heads: 1,
+        v_heads: 1,
+        dk: 257,
+        dv: 8,
+    };
+    let (q, k, v, beta, g) = delta_inputs(1, bad, 50);
+    let up = |x: &[f32]| gp.upload(x).unwrap();
+    let mut st = gp.zeros(bad.state_len()).unwrap();
+    let r = gp.delta_rule(
+        &up(&q),
+        &up(&k),
+        &up(&v),
+        &up(&beta),
+        &up(&g),
+        1,
+        bad,
+        &mut st,
+    );
+    assert!(
+        r.is_err(),
+        "a key head wider than the kernel takes must be an error"
+    );
+}
+
+/// The tiny Qwen3.5 fixture (`VLM_EVAL_FIXTURE35` where the binary runs away from its source
+/// tree, as scripts/gpu_check.sh does).
+fn qwen35_fixture() -> PathBuf {
+    std::env::var_os("VLM_EVAL_FIXTURE35").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35"),
+        PathBuf::from,
+    )
+}
+
+/// transformers' reference in one of the fixture's files: the prompt, image embeddings, prefill
+/// and decode-step logits, greedy tokens.
+struct Qwen35Reference {
+    prompt: Prompt,
+    embeds: Vec<f32>,
+    logits: Vec<f32>,
+    decode_logits: Vec<f32>,
+    greedy: Vec<u32>,
+}
+
+fn qwen35_reference(file: &str) -> Qwen35Reference {
+    let w = Weights::open_files(&[qwen35_fixture().join(file)]).unwrap();
+    let ids: Vec<u32> = w
+        .i64_any("input_ids")
+        .unwrap()
+        .1
+        .iter()
+        .map(|&x| x as u32)
+        .collect();
+    let pixels = w.f32_any("pixel_values").unwrap().1;
+    let mut images = Vec::new();
+    let mut at = 0;
+    for t in w.i64_any("image_grid_thw").unwrap().1.chunks(3) {
+        let grid = [t[0] as usize, t[1] as usize, t[2] as usize];
+        let n = grid.iter().product::<usize>() * QWEN35_PATCH;
+        images.push(ImageInput {
+            pixels: pixels[at..at + n].to_vec(),
+            grid,
+        });
+        at += n;
+    }
+    let greedy = w.i64_any("greedy_ids").unwrap().1[ids.len()..]
+        .iter()
+        .map(|&x| x as u32)
+        .collect();
+    Qwen35Reference {
+        prompt: Prompt { ids, images },
+        embeds: w.f32_any("image_embeds").unwrap().1,
+        logits: w.f32_any("logits").unwrap().1,
+        decode_logits: w.f32_any("decode_logits").unwrap().1,
+        greedy,
+    }
+}
+
+#[test]
+fn tiny_qwen35_on_gpu_matches_transformers() {
+    let Some(g) = gpu(DType::F32) else { return };
+    let e = Engine::load(&qwen35_fixture(), g).unwrap();
+    for file in ["reference.safetensors", "reference2.safetensors"] {
+        let r = qwen35_reference(file);
+        let imgs: Vec<&ImageInput> = r.prompt.images.iter().collect();
+        let emb = e.image_embeds(&imgs).unwrap();
+        close(&format!("{file}: image embeds"), &emb, &r.embeds, 1e-4);
+        let logits = e.prefill_logits(&r.prompt).unwrap();
+        close(&format!("{file}: prefill logits"), &logits, &r.logits, 1e-4);
+        let step = e.decode_step_logits(&r.prompt, r.greedy[0]).unwrap();
+        close(
+            &format!("{file}: decode-step logits"),
+            &step,
+            &r.decode_logits,
+            1e-4,
+        );
+        let tokens = e.generate(r.prompt.clone(), greedy(16)).unwrap().tokens;
+        assert_eq!(
+            tokens, r.greedy,
+            "{file}: greedy tokens (with cache) differ"
+        );
+    }
+}
+
+/// A ragged batch: both references' prompts and a text-only one, different budgets; each
+/// sequence carries its own KV, conv and recurrent state through prefill and decode.
+fn qwen35_batch<B: Backend>(e: &Engine<B>) -> Vec<(Prompt, GenParams)> {
+    let text = serde_json::json!([{"role": "user", "content": "Name one tool."}]);
+    let prompts = [
+        qwen35_reference("reference.safetensors").prompt,
+        qwen35_reference("reference2.safetensors").prompt,
+        e.prompt(&text, None, Vec::new()).unwrap(),
+    ];
+    (0..6)
+        .map(|i| (prompts[i % 3].clone(), greedy(3 + 2 * i)))
+        .collect()
+}
+
+#[test]
+fn tiny_qwen35_batch_on_gpu_matches_cpu_and_bf16_agrees() {
+    let Some(g) = gpu(DType::F32) else { return };
+    let cpu = Engine::load(&qwen35_fixture(), Cpu).unwrap();
+    let want: Vec<Vec<u32>> = cpu
+        .generate_batch(qwen35_batch(&cpu))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.tokens)
+        .collect();
+    let e = Engine::load(&qwen35_fixture(), g).unwrap();
+    let got: Vec<Vec<u32>> = e
+        .generate_batch(qwen35_batch(&e))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.tokens)
+        .collect();
+    assert_eq!(got, want, "batched greedy tokens differ from the CPU's");
+    // bf16 weights: top-1 agreement with transformers' f32 logits (near-ties flip in a tiny
+    // random model, as for Qwen2-VL).
+    let Some(g) = gpu(DType::Bf16) else { return };
+    let e = Engine::load(&qwen35_fixture(), g).unwrap();
+    let r = qwen35_reference("reference.safetensors");
+    let got = e.prefill_logits(&r.prompt).unwrap();
+    let v = e.cfg.text.vocab_size;
+    let real = e.vocab_len();
+    let agree = got
+        .chunks(v)
+        .zip(r.logits.chunks(v))
+        .filter(|(a, b)| argmax(&a[..real]) == argmax(&b[..real]))
+        .count() as f64
+        / (r.logits.len() / v) as f64;
+    eprintln!(
+        "qwen35 bf16: top-1 agreement {agree:.4}, max |Δ| {:.2e}",
+        max_diff(&got, &r.logits)
+    );
+    assert!(agree >= 0.9, "bf16 top-1 agreement {agree}");
 }

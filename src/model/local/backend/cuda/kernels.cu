@@ -282,3 +282,199 @@ extern "C" __global__ void split_qkv_rope(float* q, float* k, float* v, const fl
     dst[i] = a * c[i] - b * s[i];
     dst[i + half] = b * c[i + half] + a * s[i + half];
 }
+
+// ---- Qwen3.5 ops (the host reference of each is in backend/hybrid.rs) ----------------------
+
+__device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
+
+// Rotary on the first `rot` dims of each head of x[rows, heads*hd] (rotate_half within those
+// dims), tables cos/sin[rows, rot]; dims rot..hd are left alone. One thread per rotated pair.
+extern "C" __global__ void rope_partial(float* x, const float* cos_t, const float* sin_t, int rows,
+                                        int heads, int hd, int rot) {
+    int half = rot / 2;
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (half <= 0 || idx >= (size_t)rows * heads * half) return;
+    int i = (int)(idx % half);
+    size_t rh = idx / half;
+    size_t row = rh / heads;
+    float* v = x + rh * hd;
+    const float* c = cos_t + row * rot;
+    const float* s = sin_t + row * rot;
+    float a = v[i], b = v[i + half];
+    v[i] = a * c[i] - b * s[i];
+    v[i + half] = b * c[i + half] + a * s[i + half];
+}
+
+// x[i] *= sigmoid(g[i]).
+extern "C" __global__ void mul_sigmoid(float* x, const float* g, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= sigmoidf_(g[i]);
+}
+
+// gelu(x, approximate="tanh"), computed in double and rounded once (as the host reference).
+extern "C" __global__ void gelu_tanh(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double f = (double)x[i];
+    double c = 0.7978845608028654;  // sqrt(2/pi)
+    x[i] = (float)(0.5 * f * (1.0 + tanh(c * (f + 0.044715 * f * f * f))));
+}
+
+// One block per row of width dim: y = x / sqrt(sum(x^2) + eps).
+extern "C" __global__ void l2_norm(float* y, const float* x, int dim, float eps) {
+    __shared__ float red[32];
+    const float* xr = x + (size_t)blockIdx.x * dim;
+    float* yr = y + (size_t)blockIdx.x * dim;
+    float s = 0.f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += xr[i] * xr[i];
+    float r = 1.f / sqrtf(block_sum(s, red) + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = xr[i] * r;
+}
+
+// One block per row: y = w * (x * rsqrt(mean(x^2) + eps)) * silu(z) (RMSNormGated).
+extern "C" __global__ void rms_norm_gated(float* y, const float* x, const float* z, const float* w,
+                                          int dim, float eps) {
+    __shared__ float red[32];
+    size_t off = (size_t)blockIdx.x * dim;
+    const float* xr = x + off;
+    const float* zr = z + off;
+    float s = 0.f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += xr[i] * xr[i];
+    float r = 1.f / sqrtf(block_sum(s, red) / (float)dim + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float zv = zr[i];
+        y[off + i] = w[i] * (xr[i] * r) * (zv / (1.f + expf(-zv)));
+    }
+}
+
+// Depthwise causal conv (weights w[ch, k], no bias) + SiLU over one sequence's rows x[n, ch],
+// continuing from state[k-1, ch] (the previous inputs, oldest first), which is replaced by the
+// last k-1 rows of [state; x]. One thread per channel walks the n rows with its window in
+// registers, so it reads its state column before it writes it and no thread touches another's.
+#define CONV_MAX_K 8
+extern "C" __global__ void conv1d_silu(float* y, float* state, const float* x, const float* w,
+                                       int n, int ch, int k) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= ch || k < 1 || k > CONV_MAX_K) return;
+    int past = k - 1;
+    // Loops over CONV_MAX_K with guards: constant indices keep both windows in registers.
+    float win[CONV_MAX_K], wc[CONV_MAX_K];
+#pragma unroll
+    for (int j = 0; j < CONV_MAX_K; ++j) {
+        win[j] = j < past ? state[(size_t)j * ch + c] : 0.f;
+        wc[j] = j < k ? w[(size_t)c * k + j] : 0.f;
+    }
+    for (int t = 0; t < n; ++t) {
+        float xt = x[(size_t)t * ch + c];
+        float acc = 0.f;
+#pragma unroll
+        for (int j = 0; j < CONV_MAX_K; ++j) {
+            if (j < past) acc += win[j] * wc[j];
+            if (j == past) acc += xt * wc[j];
+        }
+        y[(size_t)t * ch + c] = acc / (1.f + expf(-acc));
+#pragma unroll
+        for (int j = 0; j + 1 < CONV_MAX_K; ++j) {
+            if (j + 1 < past) win[j] = win[j + 1];
+            if (j + 1 == past) win[j] = xt;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < CONV_MAX_K; ++j) {
+        if (j < past) state[(size_t)j * ch + c] = win[j];
+    }
+}
+
+// beta = sigmoid(b), g = -exp(a_log[h]) * softplus(a + dt_bias[h]) (torch softplus: threshold
+// 20) for b, a[rows, heads].
+extern "C" __global__ void delta_gates(float* beta, float* g, const float* b, const float* a,
+                                       const float* a_log, const float* dt_bias, int rows,
+                                       int heads) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)rows * heads) return;
+    int h = (int)(idx % heads);
+    float x = a[idx] + dt_bias[h];
+    float sp = x > 20.f ? x : log1pf(expf(x));
+    beta[idx] = sigmoidf_(b[idx]);
+    g[idx] = -expf(a_log[h]) * sp;
+}
+
+// The gated delta rule, recurrent form, over n rows of one sequence. Per value head h and
+// token t: S <- S * exp(g); d = beta (v - S^T k); S <- S + k d^T; o = S^T (q / sqrt(Dk)), with
+// state S[Hv, Dk, Dv] read once and written once per call. Grid (ceil(Dv / DR_COLS), Hv),
+// block DR_COLS * DR_SPLIT threads: DR_SPLIT neighbouring lanes share state column j (lane p
+// holds rows p, p + DR_SPLIT, ... in registers) and sum their parts with shuffles. q and k
+// heads repeat-interleave over the value heads (head h reads q/k head h / (Hv / Hk)).
+#define DR_SPLIT 4
+#define DR_COLS 32
+#define DR_KMAX 64
+__device__ __forceinline__ float dr_group_sum(float v) {
+    for (int o = 1; o < DR_SPLIT; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+extern "C" __global__ void delta_rule(float* out, float* state, const float* q, const float* k,
+                                      const float* v, const float* beta, const float* g, int n,
+                                      int hk, int hv, int dk, int dv, float scale) {
+    int p = threadIdx.x % DR_SPLIT;
+    int j = blockIdx.x * DR_COLS + threadIdx.x / DR_SPLIT;
+    int h = blockIdx.y;
+    bool on = j < dv;  // lanes past Dv still take part in the shuffles
+    int kh = h / (hv / hk);
+    float* st = state + (size_t)h * dk * dv;
+    float s[DR_KMAX];
+#pragma unroll
+    for (int ii = 0; ii < DR_KMAX; ++ii) {
+        int i = ii * DR_SPLIT + p;
+        s[ii] = (on && i < dk) ? st[(size_t)i * dv + j] : 0.f;
+    }
+    for (int t = 0; t < n; ++t) {
+        const float* kt = k + ((size_t)t * hk + kh) * dk;
+        const float* qt = q + ((size_t)t * hk + kh) * dk;
+        size_t th = (size_t)t * hv + h;
+        float decay = expf(g[th]), bt = beta[th];
+        float kv = 0.f;
+#pragma unroll
+        for (int ii = 0; ii < DR_KMAX; ++ii) {
+            int i = ii * DR_SPLIT + p;
+            if (i < dk) {
+                s[ii] *= decay;
+                kv += s[ii] * kt[i];
+            }
+        }
+        kv = dr_group_sum(kv);
+        float vj = on ? v[th * dv + j] : 0.f;
+        float d = (vj - kv) * bt;
+        float o = 0.f;
+#pragma unroll
+        for (int ii = 0; ii < DR_KMAX; ++ii) {
+            int i = ii * DR_SPLIT + p;
+            if (i < dk) {
+                s[ii] += kt[i] * d;
+                o += s[ii] * (qt[i] * scale);
+            }
+        }
+        o = dr_group_sum(o);
+        if (on && p == 0) out[th * dv + j] = o;
+    }
+#pragma unroll
+    for (int ii = 0; ii < DR_KMAX; ++ii) {
+        int i = ii * DR_SPLIT + p;
+        if (on && i < dk) st[(size_t)i * dv + j] = s[ii];
+    }
+}
+
+// out[r, :] = sum_t w[r * taps + t] * table[idx[r * taps + t], :] for r < rows (the vision
+// position table resampled to an image's grid). One thread per output value.
+extern "C" __global__ void gather_weighted(float* out, const float* table, const unsigned int* idx,
+                                           const float* w, int rows, int dim, int taps) {
+    size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= (size_t)rows * dim) return;
+    size_t r = e / dim, d = e % dim;
+    float acc = 0.f;
+    for (int t = 0; t < taps; ++t) {
+        size_t at = r * taps + t;
+        acc += table[(size_t)idx[at] * dim + d] * w[at];
+    }
+    out[e] = acc;
+}

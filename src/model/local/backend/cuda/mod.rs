@@ -5,20 +5,18 @@
 //! cudarc panics on a missing library.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
+mod hybrid;
 mod matmul;
 mod setup;
 
 use setup::Kernels;
 pub use setup::{compile_kernels, missing_libraries, nvrtc_present, DeviceInfo, KERNELS, LIB_HINT};
 
-use super::{AttnShape, BResult, Backend};
+use super::{AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::device::DType;
 use crate::model::local::LocalError;
 
@@ -100,67 +98,6 @@ pub struct Cuda {
 }
 
 impl Cuda {
-    /// Open device `ordinal`, compile the kernels and create the cuBLAS handle. Missing
-    /// libraries, no device, or a device too old for `dtype` are errors, never panics.
-    pub fn new(ordinal: usize, dtype: DType) -> BResult<Cuda> {
-        let missing = missing_libraries();
-        if !missing.is_empty() {
-            return Err(LocalError::Device(format!(
-                "--device cuda: {} not found; {LIB_HINT}",
-                missing.join(", ")
-            )));
-        }
-        let count = CudaContext::device_count().map_err(dev("device count"))?;
-        if ordinal as i64 >= count as i64 {
-            return Err(LocalError::Device(format!(
-                "--device cuda: no CUDA device {ordinal} ({count} visible); check nvidia-smi \
-                 and CUDA_VISIBLE_DEVICES, or use --device cpu"
-            )));
-        }
-        let ctx = CudaContext::new(ordinal).map_err(dev("context"))?;
-        // SAFETY: the backend uses one stream, so no cross-stream synchronisation is needed.
-        unsafe { ctx.disable_event_tracking() };
-        let cc = ctx
-            .compute_capability()
-            .map_err(dev("compute capability"))?;
-        if dtype == DType::Bf16 && cc.0 < 8 {
-            return Err(LocalError::Device(format!(
-                "--dtype bf16 needs compute capability 8.0 or newer (this GPU has {}.{}); use \
-                 --dtype f32",
-                cc.0, cc.1
-            )));
-        }
-        let arch: &'static str = Box::leak(format!("compute_{}{}", cc.0, cc.1).into_boxed_str());
-        let t0 = Instant::now();
-        let ptx = compile_kernels(arch)?;
-        let kernel_compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let module = ctx.load_module(ptx).map_err(setup::module_load_error)?;
-        let k = Kernels::load(&module)?;
-        let stream = ctx.default_stream();
-        let blas = CudaBlas::new(stream.clone()).map_err(dev("cuBLAS init"))?;
-        let info = DeviceInfo {
-            name: ctx.name().map_err(dev("device name"))?,
-            compute_capability: cc,
-            total_mem_bytes: ctx.total_mem().map_err(dev("device memory"))?,
-            kernel_compile_ms,
-        };
-        tracing::info!(
-            "CUDA device {ordinal}: {} (sm_{}{}), kernels compiled in {kernel_compile_ms:.0} ms",
-            info.name,
-            cc.0,
-            cc.1
-        );
-        let dummy = stream.alloc_zeros::<f32>(1).map_err(dev("alloc"))?;
-        Ok(Cuda {
-            dummy,
-            stream,
-            blas,
-            k,
-            dtype,
-            info,
-        })
-    }
-
     fn f32<'a>(&self, b: &'a CudaBuf, what: &str) -> BResult<&'a CudaSlice<f32>> {
         match b {
             CudaBuf::F32(s) => Ok(s),
@@ -588,5 +525,93 @@ impl Backend for Cuda {
         // float scale); sizes and head layout checked above.
         unsafe { b.launch(cfg) }.map_err(dev("attention"))?;
         Ok(())
+    }
+
+    // The Qwen3.5 ops: native kernels (cuda/hybrid.rs) instead of the trait's host round trip.
+
+    fn rope_partial(
+        &self,
+        x: &mut CudaBuf,
+        rows: usize,
+        heads: usize,
+        hd: usize,
+        rot: usize,
+        cos: &CudaBuf,
+        sin: &CudaBuf,
+    ) -> BResult<()> {
+        self.rope_partial_impl(x, rows, heads, hd, rot, cos, sin)
+    }
+
+    fn mul_sigmoid(&self, x: &mut CudaBuf, g: &CudaBuf) -> BResult<()> {
+        self.mul_sigmoid_impl(x, g)
+    }
+
+    fn gelu_tanh(&self, x: &mut CudaBuf) -> BResult<()> {
+        self.gelu_tanh_impl(x)
+    }
+
+    fn l2_norm(&self, x: &CudaBuf, rows: usize, dim: usize, eps: f32) -> BResult<CudaBuf> {
+        self.l2_norm_impl(x, rows, dim, eps)
+    }
+
+    fn rms_norm_gated(
+        &self,
+        x: &CudaBuf,
+        z: &CudaBuf,
+        rows: usize,
+        dim: usize,
+        w: &CudaBuf,
+        eps: f32,
+    ) -> BResult<CudaBuf> {
+        self.rms_norm_gated_impl(x, z, rows, dim, w, eps)
+    }
+
+    fn conv1d_silu(
+        &self,
+        x: &CudaBuf,
+        n: usize,
+        ch: usize,
+        w: &CudaBuf,
+        k: usize,
+        state: &mut CudaBuf,
+    ) -> BResult<CudaBuf> {
+        self.conv1d_silu_impl(x, n, ch, w, k, state)
+    }
+
+    fn delta_gates(
+        &self,
+        b: &CudaBuf,
+        a: &CudaBuf,
+        rows: usize,
+        heads: usize,
+        a_log: &CudaBuf,
+        dt_bias: &CudaBuf,
+    ) -> BResult<(CudaBuf, CudaBuf)> {
+        self.delta_gates_impl(b, a, rows, heads, a_log, dt_bias)
+    }
+
+    fn delta_rule(
+        &self,
+        q: &CudaBuf,
+        k: &CudaBuf,
+        v: &CudaBuf,
+        beta: &CudaBuf,
+        g: &CudaBuf,
+        n: usize,
+        s: DeltaShape,
+        state: &mut CudaBuf,
+    ) -> BResult<CudaBuf> {
+        self.delta_rule_impl(q, k, v, beta, g, n, s, state)
+    }
+
+    fn gather_weighted(
+        &self,
+        table: &CudaBuf,
+        dim: usize,
+        idx: &[u32],
+        w: &[f32],
+        taps: usize,
+    ) -> BResult<CudaBuf> {
+        self.gather_weighted_impl(table, dim, idx, w, taps)
     }
 }

@@ -1,12 +1,17 @@
-//! Finding the CUDA libraries, compiling the NVRTC kernels and loading their entry points.
+//! Opening the device (`Cuda::new`), finding the CUDA libraries, compiling the NVRTC kernels and
+//! loading their entry points.
 
 use std::sync::Arc;
+use std::time::Instant;
 
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::CUresult;
-use cudarc::driver::{CudaFunction, CudaModule, DriverError};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use super::super::BResult;
+use super::{dev, Cuda};
+use crate::model::local::device::DType;
 use crate::model::local::LocalError;
 
 /// NVRTC source of every kernel.
@@ -60,6 +65,69 @@ pub fn compile_kernels(arch: &'static str) -> BResult<Ptx> {
         )),
         other => LocalError::Device(format!("NVRTC: {other}")),
     })
+}
+
+impl Cuda {
+    /// Open device `ordinal`, compile the kernels and create the cuBLAS handle. Missing
+    /// libraries, no device, or a device too old for `dtype` are errors, never panics.
+    pub fn new(ordinal: usize, dtype: DType) -> BResult<Cuda> {
+        let missing = missing_libraries();
+        if !missing.is_empty() {
+            return Err(LocalError::Device(format!(
+                "--device cuda: {} not found; {LIB_HINT}",
+                missing.join(", ")
+            )));
+        }
+        let count = CudaContext::device_count().map_err(dev("device count"))?;
+        if ordinal as i64 >= count as i64 {
+            return Err(LocalError::Device(format!(
+                "--device cuda: no CUDA device {ordinal} ({count} visible); check nvidia-smi \
+                 and CUDA_VISIBLE_DEVICES, or use --device cpu"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(dev("context"))?;
+        // SAFETY: the backend uses one stream, so no cross-stream synchronisation is needed.
+        unsafe { ctx.disable_event_tracking() };
+        let cc = ctx
+            .compute_capability()
+            .map_err(dev("compute capability"))?;
+        if dtype == DType::Bf16 && cc.0 < 8 {
+            return Err(LocalError::Device(format!(
+                "--dtype bf16 needs compute capability 8.0 or newer (this GPU has {}.{}); use \
+                 --dtype f32",
+                cc.0, cc.1
+            )));
+        }
+        let arch: &'static str = Box::leak(format!("compute_{}{}", cc.0, cc.1).into_boxed_str());
+        let t0 = Instant::now();
+        let ptx = compile_kernels(arch)?;
+        let kernel_compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let module = ctx.load_module(ptx).map_err(module_load_error)?;
+        let k = Kernels::load(&module)?;
+        let stream = ctx.default_stream();
+        let blas = CudaBlas::new(stream.clone()).map_err(dev("cuBLAS init"))?;
+        let info = DeviceInfo {
+            name: ctx.name().map_err(dev("device name"))?,
+            compute_capability: cc,
+            total_mem_bytes: ctx.total_mem().map_err(dev("device memory"))?,
+            kernel_compile_ms,
+        };
+        tracing::info!(
+            "CUDA device {ordinal}: {} (sm_{}{}), kernels compiled in {kernel_compile_ms:.0} ms",
+            info.name,
+            cc.0,
+            cc.1
+        );
+        let dummy = stream.alloc_zeros::<f32>(1).map_err(dev("alloc"))?;
+        Ok(Cuda {
+            dummy,
+            stream,
+            blas,
+            k,
+            dtype,
+            info,
+        })
+    }
 }
 
 /// `(major, minor)` of a CUDA version number such as 13050.
@@ -129,6 +197,15 @@ pub(super) struct Kernels {
     pub(super) attention: CudaFunction,
     pub(super) gemv_bf16: CudaFunction,
     pub(super) split_qkv_rope: CudaFunction,
+    pub(super) rope_partial: CudaFunction,
+    pub(super) mul_sigmoid: CudaFunction,
+    pub(super) gelu_tanh: CudaFunction,
+    pub(super) l2_norm: CudaFunction,
+    pub(super) rms_norm_gated: CudaFunction,
+    pub(super) conv1d_silu: CudaFunction,
+    pub(super) delta_gates: CudaFunction,
+    pub(super) delta_rule: CudaFunction,
+    pub(super) gather_weighted: CudaFunction,
 }
 
 impl Kernels {
@@ -153,6 +230,15 @@ impl Kernels {
             attention: f("attention")?,
             gemv_bf16: f("gemv_bf16")?,
             split_qkv_rope: f("split_qkv_rope")?,
+            rope_partial: f("rope_partial")?,
+            mul_sigmoid: f("mul_sigmoid")?,
+            gelu_tanh: f("gelu_tanh")?,
+            l2_norm: f("l2_norm")?,
+            rms_norm_gated: f("rms_norm_gated")?,
+            conv1d_silu: f("conv1d_silu")?,
+            delta_gates: f("delta_gates")?,
+            delta_rule: f("delta_rule")?,
+            gather_weighted: f("gather_weighted")?,
         })
     }
 }

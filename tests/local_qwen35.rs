@@ -327,6 +327,43 @@ fn chat_template_renders_like_jinja2() {
 }
 
 #[test]
+fn past_tool_calls_render_as_qwen35_xml() {
+    // Our messages -> HF messages (structured tool_calls, since the template renders tools)
+    // -> the template: the assistant's earlier call comes back in Qwen3.5's own XML form.
+    use vlm_eval::model::{ChatRequest, Message, Role, ToolCall, ToolSpec};
+    let e = engine();
+    let mut said = Message::text(Role::Assistant, "Chop.");
+    said.tool_calls.push(ToolCall {
+        id: "call_1".into(),
+        name: "interact_many".into(),
+        arguments: Value::String(r#"{"actions": ["do", "noop"]}"#.into()),
+    });
+    let req = ChatRequest {
+        messages: vec![
+            Message::text(Role::User, "Play."),
+            said,
+            Message::text(Role::User, "Again."),
+        ],
+        tools: vec![ToolSpec {
+            name: "interact_many".into(),
+            description: "Act.".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }],
+        ..ChatRequest::default()
+    };
+    let (msgs, tools, _) =
+        vlm_eval::model::local::chat::hf_messages(&req, e.tok.template_has_tools);
+    let text = e.tok.render(&msgs, tools.as_ref()).unwrap();
+    assert!(
+        text.contains(
+            "<|im_start|>assistant\nChop.\n\n<tool_call>\n<function=interact_many>\n\
+             <parameter=actions>\n[\"do\", \"noop\"]\n</parameter>\n</function>\n</tool_call><|im_end|>"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn thinking_text_is_split_from_the_reply() {
     let e = engine();
     let ids = e

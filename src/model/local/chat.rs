@@ -18,8 +18,8 @@ use super::sampling::SamplingParams;
 use super::tokenizer::python_json;
 use super::LocalError;
 use crate::model::{
-    BoxFuture, ChatModel, ChatReply, ChatRequest, Message, ModelError, Part, Role, ToolChoice,
-    Usage,
+    BoxFuture, ChatModel, ChatReply, ChatRequest, Message, ModelError, Part, Role, ToolCall,
+    ToolChoice, Usage,
 };
 
 pub use super::device::{DType, Device, Thinking};
@@ -252,21 +252,40 @@ pub fn hf_messages(
         .collect();
     let mut images = Vec::new();
     let mut msgs: Vec<Value> = Vec::new();
+    let args_of = |c: &ToolCall| match &c.arguments {
+        Value::String(s) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
+        other => other.clone(),
+    };
+    // Past tool calls, as JSON text after the message's text (for templates without tools).
     let text_of = |m: &Message| {
         let mut t = m.joined_text();
         for c in &m.tool_calls {
-            let args = match &c.arguments {
-                Value::String(s) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
-                other => other.clone(),
-            };
             t.push_str(&format!(
                 "\n<tool_call>\n{}\n</tool_call>",
-                python_json(&json!({"name": c.name, "arguments": args}), None)
+                python_json(&json!({"name": c.name, "arguments": args_of(c)}), None)
             ));
         }
         t
     };
     for m in &req.messages {
+        // A template that renders tools gets past calls as structured `tool_calls` (it writes
+        // them in the model's own format, as Qwen3.5's XML), when every call's arguments are
+        // an object.
+        let structured = template_has_tools
+            && m.image_count() == 0
+            && !m.tool_calls.is_empty()
+            && m.tool_calls.iter().all(|c| args_of(c).is_object());
+        if structured {
+            let calls: Vec<Value> = m
+                .tool_calls
+                .iter()
+                .map(|c| json!({"type": "function", "id": c.id, "function": {"name": c.name, "arguments": args_of(c)}}))
+                .collect();
+            msgs.push(
+                json!({"role": role_name(m.role), "content": m.joined_text(), "tool_calls": calls}),
+            );
+            continue;
+        }
         let content = if m.image_count() > 0 {
             let parts: Vec<Value> = m
                 .content
@@ -339,6 +358,36 @@ fn build<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn past_tool_calls_are_structured_only_for_templates_that_render_tools() {
+        let mut said = Message::text(Role::Assistant, "Chop.");
+        said.tool_calls.push(ToolCall {
+            id: "call_1".into(),
+            name: "interact_many".into(),
+            arguments: Value::String(r#"{"actions": ["do"]}"#.into()),
+        });
+        let req = ChatRequest {
+            messages: vec![Message::text(Role::User, "Play."), said],
+            ..ChatRequest::default()
+        };
+        let (msgs, _, _) = hf_messages(&req, true);
+        assert_eq!(msgs[1]["content"], "Chop.");
+        assert_eq!(
+            msgs[1]["tool_calls"][0]["function"],
+            json!({"name": "interact_many", "arguments": {"actions": ["do"]}})
+        );
+        let (msgs, _, _) = hf_messages(&req, false);
+        assert!(msgs[1].get("tool_calls").is_none());
+        let text = msgs[1]["content"].as_str().unwrap();
+        assert!(text.starts_with("Chop.\n<tool_call>\n{") && text.contains("interact_many"));
+        // Arguments that are not an object stay text, since the template iterates their items.
+        let mut req = req;
+        req.messages[1].tool_calls[0].arguments = Value::String("not json".into());
+        let (msgs, _, _) = hf_messages(&req, true);
+        assert!(msgs[1].get("tool_calls").is_none());
+        assert!(msgs[1]["content"].as_str().unwrap().contains("not json"));
+    }
 
     #[test]
     fn reply_turns_xml_tool_calls_and_thinking_into_fields() {

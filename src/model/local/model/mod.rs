@@ -5,6 +5,7 @@
 
 pub mod qwen2vl;
 pub mod qwen35;
+pub mod vit;
 
 use super::backend::{BResult, Backend};
 use super::config::{Arch, ModelConfig};

@@ -248,8 +248,6 @@ struct ParityReport {
     max_abs_limit: f64,
     min_top1: f64,
     results: Vec<ParityResult>,
-    /// Precisions not compared, with the reason.
-    skipped: Vec<String>,
     pass: bool,
     verdict: String,
 }
@@ -260,7 +258,6 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
     if a.positions == 0 {
         return Err(CliError::usage("--positions must be at least 1"));
     }
-    let skipped: Vec<String> = Vec::new();
     let dtypes = match (a.dtype, a.device) {
         (ParityDType::F32, _) => vec![DType::F32],
         (ParityDType::Bf16, _) => vec![DType::Bf16],
@@ -338,9 +335,6 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
             );
         }
     }
-    for s in &skipped {
-        println!("skipped {s}");
-    }
     let mut failures = Vec::new();
     for r in &results {
         if r.dtype == "f32" && (r.max_abs.is_nan() || r.max_abs > a.max_abs) {
@@ -376,7 +370,6 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
             max_abs_limit: a.max_abs,
             min_top1: a.min_top1,
             results,
-            skipped,
             pass,
             verdict,
         };

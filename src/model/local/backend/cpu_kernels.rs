@@ -332,6 +332,9 @@ pub fn attention(
     out: &mut [f32],
 ) {
     let qd = s.heads * s.hd;
+    if n_q == 0 || qd == 0 {
+        return;
+    }
     let threads = threads_for(n_q * n_kv * qd).min(n_q).max(1);
     let per = n_q.div_ceil(threads);
     let rows = &mut out[q_row * qd..(q_row + n_q) * qd];
@@ -410,6 +413,31 @@ mod tests {
             .map(|i| ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) % 1000) as f32)
             .map(|v| v / 500.0 - 1.0)
             .collect()
+    }
+
+    #[test]
+    fn empty_inputs_do_nothing() {
+        let s = AttnShape {
+            heads: 2,
+            kv_heads: 1,
+            hd: 4,
+        };
+        let mut out = vec![7f32; 8];
+        attention(&[], 0, 0, &[0.0; 4], &[0.0; 4], 1, s, true, &mut out);
+        assert_eq!(out, vec![7f32; 8]);
+        let mut y = vec![1f32; 3];
+        matmul_add(&[], 3, 0, Weights::F32(&[]), 1, &mut y);
+        assert_eq!(y, vec![1f32; 3]);
+        let s = super::super::DeltaShape {
+            k_heads: 1,
+            v_heads: 2,
+            dk: 4,
+            dv: 4,
+        };
+        let mut st = vec![0f32; s.state_len()];
+        assert!(
+            super::super::hybrid::delta_rule(&[], &[], &[], &[], &[], 0, s, &mut st).is_empty()
+        );
     }
 
     #[test]

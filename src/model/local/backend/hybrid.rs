@@ -191,6 +191,9 @@ pub fn delta_rule(
     state: &mut [f32],
 ) -> Vec<f32> {
     let (hv, dk, dv) = (s.v_heads, s.dk, s.dv);
+    if n == 0 || s.state_len() == 0 {
+        return vec![0f32; n * hv * dv];
+    }
     // Value heads are independent: split them across threads, each head's tokens in order.
     let threads = super::cpu_kernels::threads_for(n * hv * dk * dv)
         .min(hv)

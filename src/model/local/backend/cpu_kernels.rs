@@ -1,7 +1,8 @@
 //! The CPU backend's heavy kernels: matrix products (the `gemm` crate for prefill, our own
-//! threaded matrix-vector product for a few rows), weights stored as f32 or bf16, and
-//! attention split across threads by query rows. Each output value is computed by one thread
-//! in a fixed order, so results do not depend on the thread count.
+//! threaded matrix-vector product for a few rows, with AVX-512 in `cpu_gemv512` where the CPU
+//! has it), weights stored as f32 or bf16, and attention split across threads by query rows.
+//! Each output value is computed by one thread in a fixed order, so results do not depend on
+//! the thread count.
 
 use super::AttnShape;
 
@@ -28,6 +29,8 @@ pub enum Weights<'a> {
 }
 
 /// Threads to use for `work` multiply-adds (one for small jobs, where spawning costs more).
+/// Scoped threads rather than rayon's pool: a pool's idle workers spin while the caller runs
+/// the serial steps between products, and on two cores that halved batch-8 decode.
 pub fn threads_for(work: usize) -> usize {
     if work < 1 << 18 {
         return 1;
@@ -193,6 +196,12 @@ fn gemv_cols(
     match w {
         Weights::F32(w) => assert!(w.len() >= js.end * k),
         Weights::Bf16(w) => assert!(w.len() >= js.end * k),
+    }
+    #[cfg(target_arch = "x86_64")]
+    if super::cpu_gemv512::available() {
+        // SAFETY: AVX-512F is present; x and w are bounded by the assertions above.
+        unsafe { super::cpu_gemv512::gemv_cols(x, rows, k, w, js, emit) };
+        return;
     }
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::arch::is_x86_feature_detected!("avx2");
@@ -441,11 +450,32 @@ mod tests {
     }
 
     #[test]
+    fn a_decode_row_does_not_depend_on_its_batch() {
+        // Continuous batching: a sequence's product is bit-identical whether it is decoded
+        // alone or with others, at any position in the batch (k has a tail past the chunks).
+        let (k, n) = (1040 + 5, 301);
+        let (x, w) = (vals(GEMV_ROWS * k, 3), vals(n * k, 4));
+        let wb: Vec<u16> = w
+            .iter()
+            .map(|&v| half::bf16::from_f32(v).to_bits())
+            .collect();
+        for weights in [Weights::F32(&w), Weights::Bf16(&wb)] {
+            let mut all = vec![0f32; GEMV_ROWS * n];
+            matmul_add(&x, GEMV_ROWS, k, weights, n, &mut all);
+            for r in [0, 5, 7, 8, GEMV_ROWS - 1] {
+                let mut one = vec![0f32; n];
+                matmul_add(&x[r * k..(r + 1) * k], 1, k, weights, n, &mut one);
+                assert_eq!(one, all[r * n..(r + 1) * n], "row {r}");
+            }
+        }
+    }
+
+    #[test]
     fn gemv_and_gemm_paths_match_the_naive_product() {
         // Rows on both sides of GEMV_ROWS; sizes large enough to use threads; n not a multiple
         // of the bf16 block.
         let (k, n) = (300, 1100);
-        for rows in [1, GEMV_ROWS, GEMV_ROWS + 1, 40] {
+        for rows in [1, 3, 7, 8, 11, GEMV_ROWS, GEMV_ROWS + 1, 40] {
             let (x, w) = (vals(rows * k, 1), vals(n * k, 2));
             let want = naive(&x, rows, k, &w, n);
             let mut y = vec![0f32; rows * n];

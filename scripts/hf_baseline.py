@@ -7,7 +7,9 @@ optionally saves them for the Rust bench, then measures on the GPU in bf16, or o
 (--tiny: tiny shapes, for a smoke test):
   - device copy bandwidth (read + write of a 2 GiB buffer), the practical roofline;
   - time to first token: one forward over 20 text ids, one frame's image tokens, 30 text ids;
-  - decode tokens/s of `generate` (greedy, fixed length) at each batch size.
+  - decode tokens/s of `generate` (greedy, fixed length) at each batch size, timed from the
+    first generated token to the last (per-token stopping-criteria calls), so no prefill time
+    is estimated and subtracted.
 Prints one JSON object (also written to --json).
 
 Usage: scripts/hf_baseline.py [--family qwen2vl|qwen35] [--tiny] [--save DIR] [--new 128]
@@ -21,7 +23,7 @@ import time
 
 import torch
 from transformers import (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen3_5Config,
-                          Qwen3_5ForConditionalGeneration)
+                          Qwen3_5ForConditionalGeneration, StoppingCriteriaList)
 
 
 def config(tiny: bool) -> Qwen2VLConfig:
@@ -203,17 +205,20 @@ def main() -> None:
             kw = inputs(b)
             gen = dict(do_sample=False, min_new_tokens=a.new, max_new_tokens=a.new, pad_token_id=0)
             model.generate(**kw, **dict(gen, min_new_tokens=4, max_new_tokens=4))
-            sync()
-            t = time.time()
-            model(**kw)  # the prefill alone, subtracted below
-            sync()
-            prefill = time.time() - t
-            t = time.time()
-            res = model.generate(**kw, **gen)
-            sync()
-            total = time.time() - t
-            steps = res.shape[1] - len(ids) - 1  # tokens after the first
-            per_seq = steps / max(total - prefill, 1e-9)
+            # generate asks its stopping criteria after every token: the first call comes after
+            # the prefill and first token, each later one after one decode step, so the time
+            # between the first and last call is the decode alone (no prefill subtracted).
+            stamps = []
+
+            def stamp(input_ids, scores, **_):
+                sync()
+                stamps.append(time.time())
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+            res = model.generate(**kw, **gen, stopping_criteria=StoppingCriteriaList([stamp]))
+            steps = len(stamps) - 1  # decode steps after the first token
+            assert steps == res.shape[1] - len(ids) - 1, (steps, res.shape)
+            per_seq = steps / max(stamps[-1] - stamps[0], 1e-9)
             out["decode"].append({"batch": b, "steps": steps,
                                   "tokens_per_s_per_seq": round(per_seq, 1),
                                   "tokens_per_s_total": round(per_seq * b, 1)})

@@ -4,14 +4,14 @@
 # transformers' TTFT and decode (batch 1 and 8), `vlm-eval bench local` f32, and bf16.
 # Prints the ratio table; JSON results under OUT (default target/bench-local-cpu).
 #
-#   scripts/bench_local_cpu.sh [--family qwen35|qwen2vl] [--new 8] [--repeats 3]
+#   scripts/bench_local_cpu.sh [--family qwen35|qwen2vl] [--new 16] [--repeats 3]
 #
 # Needs a release binary (cargo build --release) and a Python with torch and transformers
 # ($PYTHON, default .venv-torch/bin/python). The weights (3.4 GB for Qwen3.5-0.8B) are written
 # once to $WEIGHTS (default target/bench-local-cpu/weights-FAMILY) and reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FAMILY=qwen35 NEW=8 REPEATS=3
+FAMILY=qwen35 NEW=16 REPEATS=3
 while [[ $# -gt 0 ]]; do
   case $1 in
     --family) FAMILY=$2; shift 2 ;;

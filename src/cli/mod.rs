@@ -99,11 +99,13 @@ pub enum BenchCommand {
     Harness(bench::BenchHarnessArgs),
     /// Env server throughput: steps/s over HTTP with many sessions, and reset latency.
     Serve(bench::serve::BenchServeArgs),
-    /// Local Qwen2-VL speed: TTFT for one frame, decode tokens/s at batch sizes, achieved GB/s
-    /// and % of the memory-bandwidth roofline (`--model-dir DIR [--device cuda]`).
+    /// Local model speed (Qwen2-VL or Qwen3.5): TTFT for one frame, decode tokens/s at batch
+    /// sizes, achieved GB/s and % of the memory-bandwidth roofline (`--model-dir DIR
+    /// [--device cuda]`).
     Local(bench::local::BenchLocalArgs),
-    /// Local Qwen2-VL correctness: a device's logits and greedy tokens against the CPU f32
-    /// reference (exit 1 when f32 max |Δ| or bf16 top-1 agreement misses its threshold).
+    /// Local model correctness (Qwen2-VL or Qwen3.5): a device's logits and greedy tokens
+    /// against the CPU f32 reference (exit 1 when f32 max |Δ| or bf16 top-1 agreement misses
+    /// its threshold).
     Parity(bench::local::BenchParityArgs),
     /// Start-up time: from starting `vlm-eval run` to its first model request, with textures in
     /// the cache, in $CRAFTER_ASSETS, and the old empty-cache path for reference.

@@ -35,7 +35,8 @@ pub struct BenchLocalArgs {
     /// Greedy decode steps per batch size.
     #[arg(long, default_value_t = 128)]
     pub new: usize,
-    /// Side of the square synthetic frame in pixels (64 → 56×56 → 4 image tokens).
+    /// Side of the square synthetic frame in pixels, resized by the model's processor (64 px:
+    /// 56×56 → 4 image tokens for Qwen2-VL, 256×256 → 64 for Qwen3.5).
     #[arg(long, default_value_t = 64)]
     pub frame: usize,
     /// Decode batch sizes, comma-separated.

@@ -271,15 +271,20 @@ pub fn hf_messages(
         // A template that renders tools gets past calls as structured `tool_calls` (it writes
         // them in the model's own format, as Qwen3.5's XML), when every call's arguments are
         // an object.
+        let args: Vec<Value> = m.tool_calls.iter().map(args_of).collect();
         let structured = template_has_tools
             && m.image_count() == 0
-            && !m.tool_calls.is_empty()
-            && m.tool_calls.iter().all(|c| args_of(c).is_object());
+            && !args.is_empty()
+            && args.iter().all(Value::is_object);
         if structured {
             let calls: Vec<Value> = m
                 .tool_calls
                 .iter()
-                .map(|c| json!({"type": "function", "id": c.id, "function": {"name": c.name, "arguments": args_of(c)}}))
+                .zip(args)
+                .map(|(c, a)| {
+                    json!({"type": "function", "id": c.id,
+                           "function": {"name": c.name, "arguments": a}})
+                })
                 .collect();
             msgs.push(
                 json!({"role": role_name(m.role), "content": m.joined_text(), "tool_calls": calls}),

@@ -7,7 +7,7 @@
 //! sums over the chunks in order, a fixed reduction of the lanes, then the tail), so a
 //! sequence's logits do not depend on the batch it is decoded in, nor on the thread count.
 
-use super::cpu_kernels::{bf16_to_f32, Weights};
+use super::cpu_kernels::{w_at, Weights};
 use std::arch::x86_64::*;
 
 /// Whether this CPU runs [`gemv_cols`].
@@ -143,13 +143,7 @@ unsafe fn block<const R: usize, const J: usize>(
     std::array::from_fn(|jj| {
         std::array::from_fn(|r| {
             let tail: f32 = (chunks * 16..k)
-                .map(|i| {
-                    let wi = match w {
-                        Weights::F32(w) => w[(j + jj) * k + i],
-                        Weights::Bf16(w) => bf16_to_f32(w[(j + jj) * k + i]),
-                    };
-                    x[r * k + i] * wi
-                })
+                .map(|i| x[r * k + i] * w_at(w, k, j + jj, i))
                 .sum();
             _mm512_reduce_add_ps(acc[jj][r]) + tail
         })

@@ -251,7 +251,7 @@ fn gemv_cols(
 
 /// Weight `i` of row `j`.
 #[inline(always)]
-fn w_at(w: Weights<'_>, k: usize, j: usize, i: usize) -> f32 {
+pub(super) fn w_at(w: Weights<'_>, k: usize, j: usize, i: usize) -> f32 {
     match w {
         Weights::F32(w) => w[j * k + i],
         Weights::Bf16(w) => bf16_to_f32(w[j * k + i]),

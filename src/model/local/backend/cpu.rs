@@ -163,17 +163,11 @@ impl Backend for Cpu {
 
     fn silu_mul(&self, gu: &Vec<f32>, rows: usize, m: usize) -> BResult<Vec<f32>> {
         check("silu_mul", gu.len(), rows * 2 * m)?;
-        let mut out = Vec::with_capacity(rows * m);
-        for row in gu.chunks_exact(2 * m).take(rows) {
-            let (gate, up) = row.split_at(m);
-            out.extend(gate.iter().zip(up).map(|(g, u)| g / (1.0 + (-g).exp()) * u));
-        }
-        Ok(out)
+        Ok(silu_mul_rows(gu, rows, m))
     }
 
     fn quick_gelu(&self, x: &mut Vec<f32>) -> BResult<()> {
-        x.iter_mut()
-            .for_each(|v| *v *= 1.0 / (1.0 + (-1.702 * *v).exp()));
+        quick_gelu(x);
         Ok(())
     }
 
@@ -365,4 +359,26 @@ mod tests {
         let w1 = (1f32 / 2f32.sqrt()).exp() / (1.0 + (1f32 / 2f32.sqrt()).exp());
         assert!((out[2] - (10. * (1. - w1) + 30. * w1)).abs() < 1e-5);
     }
+}
+
+super::simd::multiversion! {
+/// `silu(gate) · up` for rows `[gate | up]` of width `2m`.
+fn silu_mul_rows(gu: &[f32], rows: usize, m: usize) -> Vec<f32> {
+    let mut out = vec![0f32; rows * m];
+    for (row, o) in gu.chunks_exact(2 * m).zip(out.chunks_exact_mut(m)) {
+        let (gate, up) = row.split_at(m);
+        o.iter_mut()
+            .zip(gate.iter().zip(up))
+            .for_each(|(o, (g, u))| *o = hybrid::silu(*g) * u);
+    }
+    out
+}
+}
+
+super::simd::multiversion! {
+/// `x · σ(1.702x)` in place.
+fn quick_gelu(x: &mut [f32]) {
+    x.iter_mut()
+        .for_each(|v| *v *= 1.0 / (1.0 + super::simd::exp(-1.702 * *v)));
+}
 }

@@ -367,6 +367,7 @@ pub fn attention(
     });
 }
 
+super::simd::multiversion! {
 /// One query row over keys `0 .. visible`, every head.
 fn attend_row(
     qv: &[f32],
@@ -390,7 +391,7 @@ fn attend_row(
         }
         let mut sum = 0f32;
         for sc in scores.iter_mut().take(visible) {
-            *sc = (*sc - max).exp();
+            *sc = super::simd::exp(*sc - max);
             sum += *sc;
         }
         let oh = &mut o[h * s.hd..(h + 1) * s.hd];
@@ -401,6 +402,7 @@ fn attend_row(
             oh.iter_mut().zip(vv).for_each(|(a, b)| *a += p * b);
         }
     }
+}
 }
 
 #[cfg(test)]

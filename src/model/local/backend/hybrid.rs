@@ -25,12 +25,14 @@ impl DeltaShape {
     }
 }
 
+#[inline(always)]
 fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
+    1.0 / (1.0 + super::simd::exp(-x))
 }
 
-fn silu(x: f32) -> f32 {
-    x / (1.0 + (-x).exp())
+#[inline(always)]
+pub fn silu(x: f32) -> f32 {
+    x / (1.0 + super::simd::exp(-x))
 }
 
 /// Rotate the first `rot` dims of each head of `x[rows, heads·hd]` (rotate-half within those
@@ -60,18 +62,23 @@ pub fn rope_partial(
     }
 }
 
+super::simd::multiversion! {
 /// `x ·= σ(g)` elementwise.
 pub fn mul_sigmoid(x: &mut [f32], g: &[f32]) {
     x.iter_mut().zip(g).for_each(|(a, b)| *a *= sigmoid(*b));
 }
+}
 
-/// `gelu(x, approximate="tanh")` in place (computed in f64, rounded once).
+super::simd::multiversion! {
+/// `gelu(x, approximate="tanh")` in place, as `x·σ(2u)` with `u = √(2/π)(x + 0.044715x³)`:
+/// the same function as `½x(1 + tanh u)` without its cancellation near `tanh u = −1`.
 pub fn gelu_tanh(x: &mut [f32]) {
-    const C: f64 = 0.797_884_560_802_865_4; // sqrt(2/pi)
+    const C: f32 = 0.797_884_6; // sqrt(2/pi)
     x.iter_mut().for_each(|v| {
-        let f = *v as f64;
-        *v = (0.5 * f * (1.0 + (C * (f + 0.044715 * f * f * f)).tanh())) as f32;
+        let f = *v;
+        *v = f * sigmoid(2.0 * C * (f + 0.044715 * f * f * f));
     });
+}
 }
 
 /// Rows of width `dim` scaled by `rsqrt(Σ x² + eps)` (FLA's l2norm).
@@ -117,27 +124,7 @@ pub fn conv1d_silu(
     state: &mut [f32],
 ) -> Vec<f32> {
     let past = k - 1;
-    let mut y = vec![0f32; n * ch];
-    {
-        // Value of channel c at padded time t: state rows first, then x.
-        let st: &[f32] = state;
-        let at = |t: usize, c: usize| {
-            if t < past {
-                st[t * ch + c]
-            } else {
-                x[(t - past) * ch + c]
-            }
-        };
-        for t in 0..n {
-            for c in 0..ch {
-                let mut acc = 0f32;
-                for j in 0..k {
-                    acc += at(t + j, c) * w[c * k + j];
-                }
-                y[t * ch + c] = silu(acc);
-            }
-        }
-    }
+    let y = conv1d_taps(x, n, ch, &transpose(w, ch, k), k, state);
     // New state: the last `past` rows of [state; x].
     let total = past + n;
     let mut next = vec![0f32; past * ch];
@@ -151,6 +138,39 @@ pub fn conv1d_silu(
     }
     state[..past * ch].copy_from_slice(&next);
     y
+}
+
+/// `w[rows, cols]` as `[cols, rows]`.
+fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0f32; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = w[r * cols + c];
+        }
+    }
+    t
+}
+
+super::simd::multiversion! {
+/// `y[t, c] = silu(Σ_j [state; x][t + j, c] · w[c, j])` with the taps `wt = wᵀ [k, ch]`: one
+/// row of y at a time, each tap added across all channels (vectorised over channels), the taps
+/// in order as in a per-channel loop.
+fn conv1d_taps(x: &[f32], n: usize, ch: usize, wt: &[f32], k: usize, state: &[f32]) -> Vec<f32> {
+    let past = k - 1;
+    let mut y = vec![0f32; n * ch];
+    for (t, yr) in y.chunks_exact_mut(ch).enumerate() {
+        for (j, wj) in wt.chunks_exact(ch).enumerate() {
+            let src = if t + j < past {
+                &state[(t + j) * ch..(t + j + 1) * ch]
+            } else {
+                &x[(t + j - past) * ch..(t + j - past + 1) * ch]
+            };
+            yr.iter_mut().zip(src).zip(wj).for_each(|((a, s), w)| *a += s * w);
+        }
+        yr.iter_mut().for_each(|a| *a = silu(*a));
+    }
+    y
+}
 }
 
 /// `β = σ(b)` and `g = −exp(A_log)·softplus(a + dt_bias)` for `b, a [rows, heads]`.
@@ -232,8 +252,11 @@ pub fn delta_rule(
     out
 }
 
+super::simd::multiversion! {
 /// One value head `h` of [`delta_rule`] over the `n` tokens, its state `st [Dk, Dv]`; the
-/// head's outputs `[n, Dv]` are appended to `out`.
+/// head's outputs `[n, Dv]` are appended to `out`. Two passes over the state per token: decay
+/// each row and add it into `Sᵀk`; then update each row and add it into `Sᵀq` (the same
+/// operations, in the same order, as four separate passes).
 #[allow(clippy::too_many_arguments)]
 fn delta_rule_head(
     q: &[f32],
@@ -256,28 +279,24 @@ fn delta_rule_head(
         let kt = &k[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
         let vt = &v[(t * hv + h) * dv..(t * hv + h + 1) * dv];
         let (bt, decay) = (beta[t * hv + h], g[t * hv + h].exp());
-        st.iter_mut().for_each(|x| *x *= decay);
         kv.iter_mut().for_each(|x| *x = 0.0);
-        for (i, &ki) in kt.iter().enumerate() {
-            let row = &st[i * dv..(i + 1) * dv];
-            kv.iter_mut().zip(row).for_each(|(a, b)| *a += b * ki);
+        for (row, &ki) in st.chunks_exact_mut(dv).zip(kt) {
+            row.iter_mut().for_each(|x| *x *= decay);
+            kv.iter_mut().zip(&*row).for_each(|(a, b)| *a += b * ki);
         }
         for (j, m) in kv.iter_mut().enumerate() {
             *m = (vt[j] - *m) * bt;
         }
-        for (i, &ki) in kt.iter().enumerate() {
-            let row = &mut st[i * dv..(i + 1) * dv];
-            row.iter_mut().zip(&kv).for_each(|(a, d)| *a += ki * d);
-        }
         let o0 = out.len();
         out.resize(o0 + dv, 0.0);
         let o = &mut out[o0..];
-        for (i, &qi) in qt.iter().enumerate() {
+        for ((row, &ki), &qi) in st.chunks_exact_mut(dv).zip(kt).zip(qt) {
+            row.iter_mut().zip(&kv).for_each(|(a, d)| *a += ki * d);
             let qi = qi * scale;
-            let row = &st[i * dv..(i + 1) * dv];
-            o.iter_mut().zip(row).for_each(|(a, b)| *a += b * qi);
+            o.iter_mut().zip(&*row).for_each(|(a, b)| *a += b * qi);
         }
     }
+}
 }
 
 /// `out[i] = Σ_t w[i·taps + t] · table[idx[i·taps + t]]` over rows of width `dim`.

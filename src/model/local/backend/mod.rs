@@ -11,6 +11,7 @@ pub mod cpu_kernels;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod hybrid;
+pub mod simd;
 
 pub use hybrid::DeltaShape;
 

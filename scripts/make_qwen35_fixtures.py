@@ -26,7 +26,9 @@ frame 256x256; tests/local_qwen35.rs checks that resize separately).
 
 The chat template is written here in the shape of Qwen3.5's (ChatML, images as
 <|vision_start|><|image_pad|><|vision_end|>, XML tool calls, a generation prompt that opens
-<think> unless enable_thinking is false); it is not the published file byte for byte.
+<think> unless enable_thinking is false); it is not the published file byte for byte. The
+published template's Jinja features are covered by tests/fixtures/chat-templates/
+(scripts/template_cases.py).
 
 How to run (needs torch + transformers 5.23.0; CPU is enough, about 20 s):
   python3 -m venv /work/venv-torch

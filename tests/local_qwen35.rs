@@ -13,6 +13,7 @@ use vlm_eval::model::local::preprocess::{
     mrope_positions, preprocess_image, preprocess_rgb, ImageInput,
 };
 use vlm_eval::model::local::sampling::{argmax, SamplingParams};
+use vlm_eval::model::local::tokenizer::ChatTokenizer;
 use vlm_eval::model::local::weights::Weights;
 
 fn fixture() -> PathBuf {
@@ -324,6 +325,63 @@ fn chat_template_renders_like_jinja2() {
         let got = e.tok.render(&c["messages"], tools).unwrap();
         assert_eq!(got, c["text"].as_str().unwrap(), "case {}", c["name"]);
     }
+}
+
+#[test]
+fn chat_template_cases_render_like_jinja2() {
+    // tests/fixtures/chat-templates/*.json (scripts/template_cases.py: transformers'
+    // apply_chat_template) rendered again through our ChatTokenizer, byte for byte; a case the
+    // template refuses (raise_exception) must be refused here too. VLM_EVAL_TEMPLATE_CASES
+    // adds a file made the same way from a real checkpoint's template.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chat-templates");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no case files in {}", dir.display());
+    match std::env::var_os("VLM_EVAL_TEMPLATE_CASES") {
+        Some(extra) => files.push(PathBuf::from(extra)),
+        None => eprintln!("VLM_EVAL_TEMPLATE_CASES not set: only the committed templates"),
+    }
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture().join("config.json")).unwrap())
+            .unwrap();
+    let image_token_id = config["image_token_id"].as_u64().unwrap() as u32;
+    let tmp = std::env::temp_dir().join(format!("vlm-eval-templates-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::copy(fixture().join("tokenizer.json"), tmp.join("tokenizer.json")).unwrap();
+    let mut checked = 0;
+    for file in &files {
+        let sets: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        for set in &sets {
+            let name = set["template_name"].as_str().unwrap();
+            std::fs::write(
+                tmp.join("chat_template.jinja"),
+                set["template"].as_str().unwrap(),
+            )
+            .unwrap();
+            let mut tok = ChatTokenizer::load(&tmp, image_token_id).unwrap();
+            for c in set["cases"].as_array().unwrap() {
+                tok.enable_thinking = c["enable_thinking"].as_bool();
+                let tools = (!c["tools"].is_null()).then_some(&c["tools"]);
+                let what = format!("{name} / {} / thinking {}", c["name"], c["enable_thinking"]);
+                match (tok.render(&c["messages"], tools), c["text"].as_str()) {
+                    (Ok(got), Some(want)) => assert_eq!(got, want, "{what}"),
+                    (Err(e), None) => {
+                        let want = c["error"].as_str().unwrap();
+                        assert!(e.to_string().contains(want), "{what}: {e} lacks {want:?}");
+                    }
+                    (got, _) => panic!("{what}: rendered {got:?}, jinja2 gave {c}"),
+                }
+                checked += 1;
+            }
+        }
+    }
+    std::fs::remove_dir_all(&tmp).ok();
+    eprintln!("{checked} template cases from {} file(s)", files.len());
 }
 
 #[test]

@@ -51,6 +51,9 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 from transformers import PreTrainedTokenizerFast, Qwen3_5Config, Qwen3_5ForConditionalGeneration
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from template_cases import FIRST, MULTI, TOOLS  # noqa: E402  (the shared conversations)
+
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "tiny-qwen35")
 os.makedirs(OUT, exist_ok=True)
@@ -224,13 +227,8 @@ ramp = np.arange(64, dtype=np.int64) * 4
 img64 = Image.fromarray(np.stack([*np.meshgrid(ramp, ramp[::-1]), np.full((64, 64), 128)], -1).astype(np.uint8))
 img64.save(os.path.join(OUT, "image_64.png"))
 
-tools = [{"type": "function", "function": {
-    "name": "interact_many", "description": "Take game actions in order.",
-    "parameters": {"type": "object", "properties": {"actions": {
-        "type": "array", "items": {"type": "string", "enum": ["noop", "move_left", "do"]},
-        "description": "The actions' names."}}, "required": ["actions"]}}}]
-tool_messages = [{"role": "system", "content": "You play Crafter."},
-                 {"role": "user", "content": "What now? Inventory: wood 2."}]
+# The conversations are shared with scripts/template_cases.py.
+tools, tool_messages = TOOLS, FIRST
 with open(os.path.join(OUT, "tools_request.json"), "w") as f:
     json.dump({"messages": tool_messages, "tools": tools}, f, indent=1)
 tool_text = hf_tok.apply_chat_template(tool_messages, tools=tools, tokenize=False, add_generation_prompt=True)
@@ -250,16 +248,7 @@ reference([img_a, img_b], [
                                  {"type": "image"}]}], "reference2.safetensors")
 
 # ---------------------------------------------------------------- chat-template renderings
-multi_turn = [
-    {"role": "system", "content": "You play Crafter."},
-    {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Step 1. What now?"}]},
-    {"role": "assistant", "content": "I will collect wood.", "reasoning_content": "A tree is near."},
-    {"role": "user", "content": [{"type": "text", "text": "Step 2:"}, {"type": "image"}]},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"type": "function", "function": {"name": "interact_many", "arguments": {"actions": ["do", "noop"]}}}]},
-    {"role": "tool", "content": "ok: 2 actions"},
-    {"role": "user", "content": "And now?"},
-]
+multi_turn = MULTI
 cases = {
     "tools_thinking": (tool_messages, tools, None),
     "tools_no_thinking": (tool_messages, tools, False),

@@ -354,8 +354,14 @@ fn chat_template_cases_render_like_jinja2() {
     std::fs::copy(fixture().join("tokenizer.json"), tmp.join("tokenizer.json")).unwrap();
     let mut checked = 0;
     for file in &files {
-        let sets: Vec<Value> =
-            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let text = std::fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        let sets: Vec<Value> = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!(
+                "{}: not a scripts/template_cases.py file: {e}",
+                file.display()
+            )
+        });
         for set in &sets {
             let name = set["template_name"].as_str().unwrap();
             std::fs::write(

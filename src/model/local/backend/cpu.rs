@@ -369,7 +369,7 @@ fn silu_mul_rows(gu: &[f32], rows: usize, m: usize) -> Vec<f32> {
         let (gate, up) = row.split_at(m);
         o.iter_mut()
             .zip(gate.iter().zip(up))
-            .for_each(|(o, (g, u))| *o = hybrid::silu(*g) * u);
+            .for_each(|(o, (g, u))| *o = super::simd::silu(*g) * u);
     }
     out
 }
@@ -379,6 +379,6 @@ super::simd::multiversion! {
 /// `x · σ(1.702x)` in place.
 fn quick_gelu(x: &mut [f32]) {
     x.iter_mut()
-        .for_each(|v| *v *= 1.0 / (1.0 + super::simd::exp(-1.702 * *v)));
+        .for_each(|v| *v *= super::simd::sigmoid(1.702 * *v));
 }
 }

@@ -12,7 +12,7 @@ use std::arch::x86_64::*;
 
 /// Whether this CPU runs [`gemv_cols`].
 pub fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
+    super::simd::avx512()
 }
 
 /// `emit(j, r, x[r] · w[j])` for the columns `js` and every row of `x[rows, k]`.

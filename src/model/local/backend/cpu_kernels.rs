@@ -204,7 +204,7 @@ fn gemv_cols(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    let avx2 = std::arch::is_x86_feature_detected!("avx2");
+    let avx2 = super::simd::avx2();
     // The group's rows interleaved by chunks of 8 (`[k/8][R][8]`): the loads of one weight
     // chunk's partners are contiguous (rows k·4 bytes apart would share cache sets).
     let mut packed = Vec::new();

@@ -5,6 +5,8 @@
 //! operation for operation in f32. The CPU backend calls them directly; other backends fall
 //! back to them through a host round trip (see the trait defaults in `mod.rs`).
 
+use super::simd::{sigmoid, silu};
+
 /// Shape of a Gated DeltaNet layer's heads.
 #[derive(Clone, Copy, Debug)]
 pub struct DeltaShape {
@@ -23,16 +25,6 @@ impl DeltaShape {
     pub fn state_len(&self) -> usize {
         self.v_heads * self.dk * self.dv
     }
-}
-
-#[inline(always)]
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + super::simd::exp(-x))
-}
-
-#[inline(always)]
-pub fn silu(x: f32) -> f32 {
-    x / (1.0 + super::simd::exp(-x))
 }
 
 /// Rotate the first `rot` dims of each head of `x[rows, heads·hd]` (rotate-half within those

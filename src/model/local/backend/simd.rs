@@ -4,7 +4,8 @@
 //! wide. [`multiversion!`] compiles a function's body a second and third time with AVX-512 or
 //! AVX2 enabled and calls the widest one the CPU has. Only the vector width changes: Rust
 //! never fuses a multiply and an add on its own, and reductions keep their written order, so
-//! every variant gives the same bits.
+//! every variant gives the same bits. Also a branch-free `exp` (and the sigmoid and silu
+//! built on it) that such loops can vectorise.
 
 /// Whether the CPU has AVX-512F (checked once).
 #[cfg(target_arch = "x86_64")]
@@ -77,6 +78,18 @@ pub fn exp(x: f32) -> f32 {
     p = p * r + 0.5;
     let y = p * r * r + r + 1.0;
     y * f32::from_bits(((n as i32 + 127) as u32) << 23)
+}
+
+/// `1 / (1 + e⁻ˣ)` through [`exp`].
+#[inline(always)]
+pub fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + exp(-x))
+}
+
+/// `x · σ(x)` through [`exp`].
+#[inline(always)]
+pub fn silu(x: f32) -> f32 {
+    x / (1.0 + exp(-x))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The CPU backend's heavy kernels: matrix products (the `gemm` crate for prefill, our own
-//! threaded matrix-vector product for a few rows, with AVX-512 in `cpu_gemv512` where the CPU
-//! has it), weights stored as f32 or bf16, and attention split across threads by query rows.
+//! threaded matrix-vector product for a few rows, with AVX-512 or AVX2 + FMA in `cpu_gemv` where
+//! the CPU has them), weights stored as f32 or bf16, and attention split across threads by query rows.
 //! Each output value is computed by one thread in a fixed order, so results do not depend on
 //! the thread count.
 
@@ -181,16 +181,15 @@ fn gemv(x: &[f32], rows: usize, k: usize, w: Weights<'_>, n: usize, y: &mut [f32
     }
 }
 
-/// `emit(j, r, x[r]·w[j])` for the columns `js` and every row. Uses AVX2 where
-/// the CPU has it: the same multiplies and adds in the same order (no fused multiply-add), so
-/// the same results.
+/// `emit(j, r, x[r]·w[j])` for the columns `js` and every row: `cpu_gemv`'s FMA kernels where
+/// the CPU has AVX-512F or AVX2 + FMA, else portable code in a fixed order.
 fn gemv_cols(
     x: &[f32],
     rows: usize,
     k: usize,
     w: Weights<'_>,
     js: std::ops::Range<usize>,
-    mut emit: impl FnMut(usize, usize, f32),
+    emit: impl FnMut(usize, usize, f32),
 ) {
     assert!(x.len() >= rows * k);
     match w {
@@ -198,13 +197,23 @@ fn gemv_cols(
         Weights::Bf16(w) => assert!(w.len() >= js.end * k),
     }
     #[cfg(target_arch = "x86_64")]
-    if super::cpu_gemv512::available() {
-        // SAFETY: AVX-512F is present; x and w are bounded by the assertions above.
-        unsafe { super::cpu_gemv512::gemv_cols(x, rows, k, w, js, emit) };
+    if let Some(isa) = super::cpu_gemv::isa() {
+        // SAFETY: the CPU has isa's extension; x and w are bounded by the assertions above.
+        unsafe { super::cpu_gemv::gemv_cols(isa, x, rows, k, w, js, emit) };
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    let avx2 = super::simd::avx2();
+    gemv_cols_portable(x, rows, k, w, js, emit);
+}
+
+/// [`gemv_cols`] without vector extensions (lengths checked by the caller).
+fn gemv_cols_portable(
+    x: &[f32],
+    rows: usize,
+    k: usize,
+    w: Weights<'_>,
+    js: std::ops::Range<usize>,
+    mut emit: impl FnMut(usize, usize, f32),
+) {
     // The group's rows interleaved by chunks of 8 (`[k/8][R][8]`): the loads of one weight
     // chunk's partners are contiguous (rows k·4 bytes apart would share cache sets).
     let mut packed = Vec::new();
@@ -218,15 +227,6 @@ fn gemv_cols(
                 }
             }
             for j in js.clone() {
-                #[cfg(target_arch = "x86_64")]
-                let d: [f32; $r] = if avx2 {
-                    // SAFETY: AVX2 is present; packed holds $r·(k/8)·8 values, x holds $r
-                    // rows from $g and w holds row j (asserted above).
-                    unsafe { avx2::dots::<$r>(&packed, xg, k, w, j) }
-                } else {
-                    dots::<$r>(&packed, xg, k, w, j)
-                };
-                #[cfg(not(target_arch = "x86_64"))]
                 let d: [f32; $r] = dots::<$r>(&packed, xg, k, w, j);
                 for (r, v) in d.into_iter().enumerate() {
                     emit(j, $g + r, v);
@@ -277,53 +277,6 @@ fn dots<const R: usize>(packed: &[f32], x: &[f32], k: usize, w: Weights<'_>, j: 
             .sum();
         acc[r].iter().sum::<f32>() + tail
     })
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{w_at, Weights};
-    use std::arch::x86_64::*;
-
-    /// [`super::dots`] with 256-bit vectors.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2; `packed` must hold `R·(k/8)·8` values, `x` `R` rows of `k`,
-    /// and `w` at least `(j + 1)·k` values.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn dots<const R: usize>(
-        packed: &[f32],
-        x: &[f32],
-        k: usize,
-        w: Weights<'_>,
-        j: usize,
-    ) -> [f32; R] {
-        let mut acc = [_mm256_setzero_ps(); R];
-        let chunks = k / 8;
-        let xp = packed.as_ptr();
-        for c in 0..chunks {
-            let wv = match w {
-                Weights::F32(w) => _mm256_loadu_ps(w.as_ptr().add(j * k + c * 8)),
-                Weights::Bf16(w) => {
-                    let h = _mm_loadu_si128(w.as_ptr().add(j * k + c * 8) as *const __m128i);
-                    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
-                }
-            };
-            for (r, a) in acc.iter_mut().enumerate() {
-                let xv = _mm256_loadu_ps(xp.add((c * R + r) * 8));
-                *a = _mm256_add_ps(*a, _mm256_mul_ps(xv, wv));
-            }
-        }
-        let mut out = [0f32; R];
-        for (r, o) in out.iter_mut().enumerate() {
-            let mut lanes = [0f32; 8];
-            _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]);
-            let tail: f32 = (chunks * 8..k)
-                .map(|i| x[r * k + i] * w_at(w, k, j, i))
-                .sum();
-            *o = lanes.iter().sum::<f32>() + tail;
-        }
-        out
-    }
 }
 
 /// Scaled dot-product attention (see [`super::Backend::attention`]); query rows are split
@@ -468,6 +421,51 @@ mod tests {
                 let mut one = vec![0f32; n];
                 matmul_add(&x[r * k..(r + 1) * k], 1, k, weights, n, &mut one);
                 assert_eq!(one, all[r * n..(r + 1) * n], "row {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_gemv_kernel_this_cpu_runs_matches_the_naive_product() {
+        // The portable kernel and each vector kernel the CPU has (AVX-512 CPUs run both
+        // widths), rows 1..=9 (every register block and a second group), k with a tail.
+        let (k, n) = (16 * 9 + 5, 37);
+        for rows in 1..=9 {
+            let (x, w) = (vals(rows * k, 5), vals(n * k, 6));
+            let want = naive(&x, rows, k, &w, n);
+            let check = |name: &str, y: Vec<f32>| {
+                let d = y
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0., f32::max);
+                assert!(d < 1e-4, "{name}, rows {rows}: max |Δ| {d}");
+            };
+            let mut y = vec![f32::NAN; rows * n];
+            gemv_cols_portable(&x, rows, k, Weights::F32(&w), 0..n, |j, r, v| {
+                y[r * n + j] = v
+            });
+            check("portable", y);
+            #[cfg(target_arch = "x86_64")]
+            {
+                use super::super::cpu_gemv::{gemv_cols, Isa};
+                let has_fma = std::arch::is_x86_feature_detected!("fma");
+                for (isa, has) in [
+                    (Isa::Avx512, super::super::simd::avx512()),
+                    (Isa::Avx2Fma, super::super::simd::avx2() && has_fma),
+                ] {
+                    if !has {
+                        continue;
+                    }
+                    let mut y = vec![f32::NAN; rows * n];
+                    // SAFETY: the CPU has isa's extension; x and w hold rows·k and n·k values.
+                    unsafe {
+                        gemv_cols(isa, &x, rows, k, Weights::F32(&w), 0..n, |j, r, v| {
+                            y[r * n + j] = v
+                        })
+                    };
+                    check(&format!("{isa:?}"), y);
+                }
             }
         }
     }

@@ -6,7 +6,7 @@
 pub mod cpu;
 pub mod cpu_bf16;
 #[cfg(target_arch = "x86_64")]
-pub mod cpu_gemv512;
+pub mod cpu_gemv;
 pub mod cpu_kernels;
 #[cfg(feature = "cuda")]
 pub mod cuda;

@@ -7,7 +7,7 @@ pub mod qwen2vl;
 pub mod qwen35;
 pub mod vit;
 
-use super::backend::{BResult, Backend};
+use super::backend::{AttnShape, BResult, Backend};
 use super::config::{Arch, ModelConfig};
 use super::preprocess::ImageInput;
 use super::weights::Weights;
@@ -94,6 +94,84 @@ pub struct SeqChunk<'a, B: Backend> {
     pub positions: [Vec<i64>; 3],
     /// Return logits for every new row (else only the last).
     pub all_logits: bool,
+}
+
+/// The pre-norm SwiGLU MLP that ends every decoder layer of both families:
+/// `x += down(silu(gate) · up)(norm(x))`, gate and up stacked into one `[2m, d]` matrix at
+/// load time (one matmul).
+pub(crate) struct SwiGlu<B: Backend> {
+    norm: B::Buf,
+    gate_up: B::Buf,
+    down: B::Buf,
+}
+
+impl<B: Backend> SwiGlu<B> {
+    /// `{prefix}.mlp.{gate,up,down}_proj.weight` with the given (already loaded) norm weight.
+    pub fn load(
+        be: &B,
+        w: &Weights,
+        prefix: &str,
+        d: usize,
+        m: usize,
+        norm: B::Buf,
+    ) -> Result<SwiGlu<B>, LocalError> {
+        let gate_up = [
+            w.f32(&format!("{prefix}.mlp.gate_proj.weight"), &[m, d])?,
+            w.f32(&format!("{prefix}.mlp.up_proj.weight"), &[m, d])?,
+        ]
+        .concat();
+        Ok(SwiGlu {
+            norm,
+            gate_up: be.matrix(gate_up)?,
+            down: be.matrix(w.f32(&format!("{prefix}.mlp.down_proj.weight"), &[d, m])?)?,
+        })
+    }
+
+    /// Adds the block's output to the residual stream `x` (`[rows, d]`, intermediate size m).
+    pub fn add_to(
+        &self,
+        be: &B,
+        x: &mut B::Buf,
+        rows: usize,
+        d: usize,
+        m: usize,
+        eps: f32,
+    ) -> BResult<()> {
+        let y = be.rms_norm(x, rows, d, &self.norm, eps)?;
+        let gu = be.linear(&y, rows, d, &self.gate_up, 2 * m, None)?;
+        let h = be.silu_mul(&gu, rows, m)?;
+        be.linear_add(&h, rows, m, &self.down, d, None, x)
+    }
+}
+
+/// Causal attention of a ragged batch against each sequence's own cache at layer `li`: each
+/// sequence's new key and value rows (`lens[i]` rows of `k`/`v`, in `chunks` order) are
+/// appended to its cache, then its queries attend over everything cached; outputs `[rows,
+/// heads·hd]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn attend_cached<B: Backend>(
+    be: &B,
+    li: usize,
+    q: &B::Buf,
+    k: &B::Buf,
+    v: &B::Buf,
+    chunks: &mut [SeqChunk<'_, B>],
+    lens: &[usize],
+    shape: AttnShape,
+) -> BResult<B::Buf> {
+    let kd = shape.kv_heads * shape.hd;
+    let rows: usize = lens.iter().sum();
+    let mut o = be.zeros(rows * shape.heads * shape.hd)?;
+    let mut r0 = 0;
+    for (s, &n) in chunks.iter_mut().zip(lens) {
+        let past = s.cache.len;
+        let (ck, cv) = s.cache.kv_mut(li)?;
+        be.copy_rows(ck, past, k, r0, n, kd)?;
+        be.copy_rows(cv, past, v, r0, n, kd)?;
+        be.attention(q, r0, n, ck, cv, past + n, shape, true, &mut o)?;
+        r0 += n;
+    }
+    Ok(o)
 }
 
 /// Rows per chunk, after checking position axes and cache room.

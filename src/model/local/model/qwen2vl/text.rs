@@ -5,20 +5,19 @@
 use crate::model::local::backend::{AttnShape, BResult, Backend};
 use crate::model::local::config::TextConfig;
 use crate::model::local::model::{
-    check_chunks, inv_freq, logits_rows, rope_tables, LayerState, SeqCache, SeqChunk,
+    attend_cached, check_chunks, inv_freq, logits_rows, rope_tables, LayerState, SeqCache,
+    SeqChunk, SwiGlu,
 };
 use crate::model::local::weights::Weights;
 use crate::model::local::LocalError;
 
-/// One decoder layer. q/k/v are stacked into one `[qd + 2·kd, d]` matrix and gate/up into one
-/// `[2m, d]` matrix at load time, so each takes one matmul.
+/// One decoder layer. q/k/v are stacked into one `[qd + 2·kd, d]` matrix at load time, so
+/// they take one matmul.
 struct Layer<B: Backend> {
     input_norm: B::Buf,
     qkv: (B::Buf, B::Buf),
     o: B::Buf,
-    post_norm: B::Buf,
-    gate_up: B::Buf,
-    down: B::Buf,
+    mlp: SwiGlu<B>,
 }
 
 /// Decoder weights on a backend.
@@ -63,17 +62,18 @@ impl<B: Backend> Text<B> {
                 f(format!("{a}.k_proj.bias"), &[kd])?,
                 f(format!("{a}.v_proj.bias"), &[kd])?,
             ]);
-            let gate_up = stack(vec![
-                f(format!("{p}.mlp.gate_proj.weight"), &[m, d])?,
-                f(format!("{p}.mlp.up_proj.weight"), &[m, d])?,
-            ]);
             layers.push(Layer {
                 input_norm: t(format!("{p}.input_layernorm.weight"), &[d])?,
                 qkv: (be.matrix(qkv_w)?, be.weight(qkv_b)?),
                 o: mat(format!("{a}.o_proj.weight"), &[d, qd])?,
-                post_norm: t(format!("{p}.post_attention_layernorm.weight"), &[d])?,
-                gate_up: be.matrix(gate_up)?,
-                down: mat(format!("{p}.mlp.down_proj.weight"), &[d, m])?,
+                mlp: SwiGlu::load(
+                    be,
+                    w,
+                    &p,
+                    d,
+                    m,
+                    t(format!("{p}.post_attention_layernorm.weight"), &[d])?,
+                )?,
             });
         }
         let lm_head = if w.has("lm_head.weight") && !cfg.tie_word_embeddings {
@@ -173,22 +173,10 @@ impl<B: Backend> Text<B> {
             let y = be.rms_norm(&x, rows, d, &l.input_norm, eps)?;
             let qkv = be.linear(&y, rows, d, &l.qkv.0, qd + 2 * kd, Some(&l.qkv.1))?;
             let (q, k, v) = be.split_qkv_rope(&qkv, rows, shape, &cos, &sin)?;
-            let mut o = be.zeros(rows * qd)?;
-            let mut r0 = 0;
-            for (s, &n) in chunks.iter_mut().zip(&lens) {
-                let past = s.cache.len;
-                let (ck, cv) = s.cache.kv_mut(li)?;
-                be.copy_rows(ck, past, &k, r0, n, kd)?;
-                be.copy_rows(cv, past, &v, r0, n, kd)?;
-                be.attention(&q, r0, n, ck, cv, past + n, shape, true, &mut o)?;
-                r0 += n;
-            }
+            let o = attend_cached(be, li, &q, &k, &v, chunks, &lens, shape)?;
             be.linear_add(&o, rows, qd, &l.o, d, None, &mut x)?;
-            let y = be.rms_norm(&x, rows, d, &l.post_norm, eps)?;
-            let m = c.intermediate_size;
-            let gu = be.linear(&y, rows, d, &l.gate_up, 2 * m, None)?;
-            let h = be.silu_mul(&gu, rows, m)?;
-            be.linear_add(&h, rows, m, &l.down, d, None, &mut x)?;
+            l.mlp
+                .add_to(be, &mut x, rows, d, c.intermediate_size, eps)?;
         }
         for (s, &n) in chunks.iter_mut().zip(&lens) {
             s.cache.len += n;

@@ -8,7 +8,8 @@ use super::norm_plus_one;
 use crate::model::local::backend::{AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::config::TextConfig;
 use crate::model::local::model::{
-    check_chunks, inv_freq, logits_rows, rope_tables, LayerState, SeqCache, SeqChunk,
+    attend_cached, check_chunks, inv_freq, logits_rows, rope_tables, LayerState, SeqCache,
+    SeqChunk, SwiGlu,
 };
 use crate::model::local::weights::Weights;
 use crate::model::local::LocalError;
@@ -40,9 +41,7 @@ enum Mixer<B: Backend> {
 struct Layer<B: Backend> {
     input_norm: B::Buf,
     mixer: Mixer<B>,
-    post_norm: B::Buf,
-    gate_up: B::Buf,
-    down: B::Buf,
+    mlp: SwiGlu<B>,
 }
 
 /// Decoder weights on a backend.
@@ -115,20 +114,14 @@ impl<B: Backend> Text<B> {
             layers.push(Layer {
                 input_norm: norm_plus_one(be, w, &format!("{p}.input_layernorm.weight"), d)?,
                 mixer,
-                post_norm: norm_plus_one(
+                mlp: SwiGlu::load(
                     be,
                     w,
-                    &format!("{p}.post_attention_layernorm.weight"),
+                    &p,
                     d,
+                    m,
+                    norm_plus_one(be, w, &format!("{p}.post_attention_layernorm.weight"), d)?,
                 )?,
-                gate_up: be.matrix(
-                    [
-                        f(format!("{p}.mlp.gate_proj.weight"), &[m, d])?,
-                        f(format!("{p}.mlp.up_proj.weight"), &[m, d])?,
-                    ]
-                    .concat(),
-                )?,
-                down: mat(format!("{p}.mlp.down_proj.weight"), &[d, m])?,
             });
         }
         let lm_head = if cfg.tie_word_embeddings {
@@ -280,11 +273,8 @@ impl<B: Backend> Text<B> {
                     be.linear_add(&a, rows, lv, out, d, None, &mut x)?;
                 }
             }
-            let y = be.rms_norm(&x, rows, d, &l.post_norm, eps)?;
-            let m = c.intermediate_size;
-            let gu = be.linear(&y, rows, d, &l.gate_up, 2 * m, None)?;
-            let h = be.silu_mul(&gu, rows, m)?;
-            be.linear_add(&h, rows, m, &l.down, d, None, &mut x)?;
+            l.mlp
+                .add_to(be, &mut x, rows, d, c.intermediate_size, eps)?;
         }
         for (s, &n) in chunks.iter_mut().zip(&lens) {
             s.cache.len += n;
@@ -341,16 +331,7 @@ impl<B: Backend> Text<B> {
             kv_heads: hk,
             hd,
         };
-        let mut o = be.zeros(rows * qd)?;
-        let mut r0 = 0;
-        for (s, &n) in chunks.iter_mut().zip(lens) {
-            let past = s.cache.len;
-            let (ck, cv) = s.cache.kv_mut(li)?;
-            be.copy_rows(ck, past, &k, r0, n, kd)?;
-            be.copy_rows(cv, past, &v, r0, n, kd)?;
-            be.attention(&q, r0, n, ck, cv, past + n, shape, true, &mut o)?;
-            r0 += n;
-        }
+        let mut o = attend_cached(be, li, &q, &k, &v, chunks, lens, shape)?;
         be.mul_sigmoid(&mut o, &gate)?;
         Ok(o)
     }

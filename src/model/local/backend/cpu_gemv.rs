@@ -9,7 +9,7 @@
 //! over the chunks in order, a fixed reduction of the lanes, then the tail), so a sequence's
 //! logits do not depend on the batch it is decoded in, nor on the thread count.
 
-use super::cpu_kernels::{w_at, Weights};
+use super::cpu_kernels::{pack_rows, w_at, Weights};
 use std::arch::x86_64::*;
 
 /// The vector extension a kernel of this module uses.
@@ -55,17 +55,6 @@ pub unsafe fn gemv_cols(
         match isa {
             Isa::Avx512 => z16::gemv_cols(x, rows, k, w, js, emit),
             Isa::Avx2Fma => y8::gemv_cols(x, rows, k, w, js, emit),
-        }
-    }
-}
-
-/// The whole `L`-value chunks of `R` rows of `x[_, k]`, interleaved (`[k/L][R][L]`), so one
-/// chunk's rows are contiguous.
-fn pack<const R: usize, const L: usize>(x: &[f32], k: usize, packed: &mut Vec<f32>) {
-    packed.clear();
-    for c in 0..k / L {
-        for r in 0..R {
-            packed.extend_from_slice(&x[r * k + c * L..r * k + c * L + L]);
         }
     }
 }
@@ -172,7 +161,7 @@ macro_rules! kernel {
                 macro_rules! run {
                     ($rr:literal, $jj:literal, $g:expr) => {{
                         let xg = &x[$g * k..$g * k + $rr * k];
-                        pack::<$rr, $l>(xg, k, &mut packed);
+                        pack_rows::<$rr, $l>(xg, k, &mut packed);
                         let mut j = js.start;
                         while j + $jj <= js.end {
                             // SAFETY: forwarded from the caller; packed holds $rr rows'

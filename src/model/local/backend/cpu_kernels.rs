@@ -214,18 +214,11 @@ fn gemv_cols_portable(
     js: std::ops::Range<usize>,
     mut emit: impl FnMut(usize, usize, f32),
 ) {
-    // The group's rows interleaved by chunks of 8 (`[k/8][R][8]`): the loads of one weight
-    // chunk's partners are contiguous (rows k·4 bytes apart would share cache sets).
     let mut packed = Vec::new();
     macro_rules! run {
         ($r:literal, $g:expr) => {{
             let xg = &x[$g * k..];
-            packed.clear();
-            for c in 0..k / 8 {
-                for r in 0..$r {
-                    packed.extend_from_slice(&xg[r * k + c * 8..r * k + c * 8 + 8]);
-                }
-            }
+            pack_rows::<$r, 8>(xg, k, &mut packed);
             for j in js.clone() {
                 let d: [f32; $r] = dots::<$r>(&packed, xg, k, w, j);
                 for (r, v) in d.into_iter().enumerate() {
@@ -245,6 +238,22 @@ fn gemv_cols_portable(
             6 => run!(6, g),
             7 => run!(7, g),
             _ => run!(8, g),
+        }
+    }
+}
+
+/// The whole `L`-value chunks of the first `R` rows of `x[_, k]`, interleaved (`[k/L][R][L]`):
+/// the loads that one weight chunk meets are contiguous (rows k·4 bytes apart would share
+/// cache sets).
+pub(super) fn pack_rows<const R: usize, const L: usize>(
+    x: &[f32],
+    k: usize,
+    packed: &mut Vec<f32>,
+) {
+    packed.clear();
+    for c in 0..k / L {
+        for r in 0..R {
+            packed.extend_from_slice(&x[r * k + c * L..r * k + c * L + L]);
         }
     }
 }
@@ -372,6 +381,13 @@ mod tests {
         y
     }
 
+    fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+        a.iter()
+            .zip(b)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0., f32::max)
+    }
+
     fn vals(n: usize, seed: u32) -> Vec<f32> {
         (0..n)
             .map(|i| ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) % 1000) as f32)
@@ -434,11 +450,7 @@ mod tests {
             let (x, w) = (vals(rows * k, 5), vals(n * k, 6));
             let want = naive(&x, rows, k, &w, n);
             let check = |name: &str, y: Vec<f32>| {
-                let d = y
-                    .iter()
-                    .zip(&want)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0., f32::max);
+                let d = max_diff(&y, &want);
                 assert!(d < 1e-4, "{name}, rows {rows}: max |Δ| {d}");
             };
             let mut y = vec![f32::NAN; rows * n];
@@ -480,11 +492,7 @@ mod tests {
             let want = naive(&x, rows, k, &w, n);
             let mut y = vec![0f32; rows * n];
             matmul_add(&x, rows, k, Weights::F32(&w), n, &mut y);
-            let d = y
-                .iter()
-                .zip(&want)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0., f32::max);
+            let d = max_diff(&y, &want);
             assert!(d < 1e-3, "f32 rows {rows}: max |Δ| {d}");
             // bf16 weights: the product of the rounded weights.
             let wb: Vec<u16> = w

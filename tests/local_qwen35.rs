@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use vlm_eval::model::local::backend::cpu::Cpu;
+use vlm_eval::model::local::backend::cpu_packed::CpuPacked;
 use vlm_eval::model::local::config::{ModelConfig, PreprocessorConfig};
 use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
 use vlm_eval::model::local::preprocess::{
@@ -20,8 +20,8 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35")
 }
 
-fn engine() -> Engine<Cpu> {
-    Engine::load(&fixture(), Cpu).expect("load the tiny Qwen3.5 fixture")
+fn engine() -> Engine<CpuPacked> {
+    Engine::load(&fixture(), CpuPacked::default()).expect("load the tiny Qwen3.5 fixture")
 }
 
 /// Values in one flattened patch: 3 channels · 2 frames · 16 · 16.
@@ -508,7 +508,7 @@ fn trainer_checkpoint_bf16_sharded_plays_a_run() {
     assert_eq!(run.episodes.len(), 1);
     // The bf16 weights are the f32 fixture's rounded: the same model up to that rounding.
     let full = engine();
-    let bf = Engine::load(&ckpt, Cpu).unwrap();
+    let bf = Engine::load(&ckpt, CpuPacked::default()).unwrap();
     let r = reference("reference.safetensors");
     let (a, b) = (
         full.prefill_logits(&ref_prompt(&r)).unwrap(),

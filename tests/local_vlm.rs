@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use vlm_eval::model::local::backend::cpu::Cpu;
+use vlm_eval::model::local::backend::cpu_packed::CpuPacked;
 use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
 use vlm_eval::model::local::preprocess::{mrope_positions, preprocess_image, ImageInput};
 use vlm_eval::model::local::sampling::SamplingParams;
@@ -14,8 +14,8 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen2vl")
 }
 
-fn engine() -> Engine<Cpu> {
-    Engine::load(&fixture(), Cpu).expect("load the tiny fixture")
+fn engine() -> Engine<CpuPacked> {
+    Engine::load(&fixture(), CpuPacked::default()).expect("load the tiny fixture")
 }
 
 struct Reference {

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::cli::error::{CliError, EXIT_USAGE};
-use crate::model::local::backend::cpu::Cpu;
+use crate::model::local::backend::cpu_packed::CpuPacked;
 use crate::model::local::backend::Backend;
 use crate::model::local::bench::{bench_local, BenchOptions, LocalBenchReport};
 use crate::model::local::config::ModelConfig;
@@ -279,7 +279,7 @@ pub fn cmd_bench_parity(a: BenchParityArgs) -> Result<i32, CliError> {
         }
         None => {
             tracing::info!("reference: CPU f32, {} positions", a.positions);
-            Engine::load_bare(&a.model_dir, Cpu)
+            Engine::load_bare(&a.model_dir, CpuPacked::default())
                 .and_then(|e| parity::reference(&e, a.frame, a.positions))
                 .map_err(|e| local_err("parity", &a.model_dir, e))?
         }

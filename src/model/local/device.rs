@@ -4,8 +4,7 @@
 //! requested backend (CPU f32 reference, or CUDA when the binary has the `cuda` feature and the
 //! machine has the libraries) and calls it.
 
-use super::backend::cpu::Cpu;
-use super::backend::cpu_bf16::CpuBf16;
+use super::backend::cpu_packed::CpuPacked;
 use super::backend::Backend;
 use super::LocalError;
 
@@ -97,8 +96,9 @@ pub fn with_backend<W: WithBackend>(
 ) -> Result<W::Output, LocalError> {
     let dtype = dtype.unwrap_or(default_dtype(device));
     match device {
-        Device::Cpu if dtype == DType::Bf16 => work.run(CpuBf16),
-        Device::Cpu => work.run(Cpu),
+        Device::Cpu => work.run(CpuPacked {
+            bf16: dtype == DType::Bf16,
+        }),
         Device::Cuda => run_cuda(dtype, work),
     }
 }

@@ -4,10 +4,11 @@
 //! Every buffer is a row-major matrix whose shape the caller tracks; ops take the dimensions.
 
 pub mod cpu;
-pub mod cpu_bf16;
 #[cfg(target_arch = "x86_64")]
 pub mod cpu_gemv;
 pub mod cpu_kernels;
+pub mod cpu_packed;
+pub mod cpu_panels;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod hybrid;
@@ -35,6 +36,13 @@ pub trait Backend: Send + Sync + 'static {
     /// backend may store it at lower precision (bf16 on CUDA). Default: [`Backend::weight`].
     fn matrix(&self, data: Vec<f32>) -> BResult<Self::Buf> {
         self.weight(data)
+    }
+    /// Take ownership of the weight `data[n, k]` of an `nn.Linear`, used only as `linear`'s
+    /// `w` with these `n` and `k`; a backend may store it in another layout (column panels on
+    /// the CPU). Default: [`Backend::matrix`].
+    fn linear_weight(&self, data: Vec<f32>, n: usize, k: usize) -> BResult<Self::Buf> {
+        let _ = (n, k);
+        self.matrix(data)
     }
     /// Upload activations.
     fn upload(&self, data: &[f32]) -> BResult<Self::Buf>;

@@ -122,8 +122,12 @@ impl<B: Backend> SwiGlu<B> {
         .concat();
         Ok(SwiGlu {
             norm,
-            gate_up: be.matrix(gate_up)?,
-            down: be.matrix(w.f32(&format!("{prefix}.mlp.down_proj.weight"), &[d, m])?)?,
+            gate_up: be.linear_weight(gate_up, 2 * m, d)?,
+            down: be.linear_weight(
+                w.f32(&format!("{prefix}.mlp.down_proj.weight"), &[d, m])?,
+                d,
+                m,
+            )?,
         })
     }
 

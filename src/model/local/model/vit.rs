@@ -28,7 +28,7 @@ pub fn load_pair<B: Backend>(
     let wv = w.f32(&format!("{name}.weight"), wshape)?;
     Ok((
         if linear {
-            be.matrix(wv)?
+            be.linear_weight(wv, wshape[0], wshape[1..].iter().product())?
         } else {
             be.weight(wv)?
         },

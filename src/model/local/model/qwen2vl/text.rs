@@ -46,6 +46,9 @@ impl<B: Backend> Text<B> {
         let mat = |name: String, shape: &[usize]| -> Result<B::Buf, LocalError> {
             be.matrix(f(name, shape)?)
         };
+        let lin = |name: String, shape: &[usize]| -> Result<B::Buf, LocalError> {
+            be.linear_weight(f(name, shape)?, shape[0], shape[1])
+        };
         // Row-major matrices stack by concatenation.
         let stack = |parts: Vec<Vec<f32>>| parts.concat();
         let mut layers = Vec::with_capacity(cfg.num_layers);
@@ -64,8 +67,8 @@ impl<B: Backend> Text<B> {
             ]);
             layers.push(Layer {
                 input_norm: t(format!("{p}.input_layernorm.weight"), &[d])?,
-                qkv: (be.matrix(qkv_w)?, be.weight(qkv_b)?),
-                o: mat(format!("{a}.o_proj.weight"), &[d, qd])?,
+                qkv: (be.linear_weight(qkv_w, qd + 2 * kd, d)?, be.weight(qkv_b)?),
+                o: lin(format!("{a}.o_proj.weight"), &[d, qd])?,
                 mlp: SwiGlu::load(
                     be,
                     w,
@@ -77,7 +80,7 @@ impl<B: Backend> Text<B> {
             });
         }
         let lm_head = if w.has("lm_head.weight") && !cfg.tie_word_embeddings {
-            Some(mat("lm_head.weight".into(), &[cfg.vocab_size, d])?)
+            Some(lin("lm_head.weight".into(), &[cfg.vocab_size, d])?)
         } else if cfg.tie_word_embeddings {
             None
         } else {

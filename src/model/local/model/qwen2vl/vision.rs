@@ -28,7 +28,11 @@ impl<B: Backend> Vision<B> {
         };
         let (c, t, ps) = (cfg.in_channels, cfg.temporal_patch_size, cfg.patch_size);
         Ok(Vision {
-            patch: be.matrix(w.f32("visual.patch_embed.proj.weight", &[e, c, t, ps, ps])?)?,
+            patch: be.linear_weight(
+                w.f32("visual.patch_embed.proj.weight", &[e, c, t, ps, ps])?,
+                e,
+                c * t * ps * ps,
+            )?,
             blocks: vit::load_blocks(be, w, cfg, cfg.mlp_dim(), ["fc1", "fc2"])?,
             ln_q: vit::load_pair(be, w, "visual.merger.ln_q", &[e], e, false)?,
             mlp0: pair("visual.merger.mlp.0", &[merged, merged], merged)?,

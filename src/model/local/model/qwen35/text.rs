@@ -69,6 +69,8 @@ impl<B: Backend> Text<B> {
         let (lk, lv) = (s.k_heads * s.dk, s.v_heads * s.dv);
         let f = |name: String, shape: &[usize]| w.f32(&name, shape);
         let mat = |name: String, shape: &[usize]| be.matrix(f(name, shape)?);
+        let lin =
+            |name: String, shape: &[usize]| be.linear_weight(f(name, shape)?, shape[0], shape[1]);
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for (i, kind) in x.layer_types.iter().enumerate() {
             let p = format!("model.layers.{i}");
@@ -76,24 +78,26 @@ impl<B: Backend> Text<B> {
                 LayerKind::Full => {
                     let a = format!("{p}.self_attn");
                     Mixer::Full {
-                        qkv: be.matrix(
+                        qkv: be.linear_weight(
                             [
                                 f(format!("{a}.q_proj.weight"), &[2 * qd, d])?,
                                 f(format!("{a}.k_proj.weight"), &[kd, d])?,
                                 f(format!("{a}.v_proj.weight"), &[kd, d])?,
                             ]
                             .concat(),
+                            2 * qd + 2 * kd,
+                            d,
                         )?,
                         q_norm: norm_plus_one(be, w, &format!("{a}.q_norm.weight"), hd)?,
                         k_norm: norm_plus_one(be, w, &format!("{a}.k_norm.weight"), hd)?,
-                        o: mat(format!("{a}.o_proj.weight"), &[d, qd])?,
+                        o: lin(format!("{a}.o_proj.weight"), &[d, qd])?,
                     }
                 }
                 LayerKind::Linear => {
                     let a = format!("{p}.linear_attn");
                     let c = 2 * lk + lv;
                     Mixer::Linear {
-                        proj: be.matrix(
+                        proj: be.linear_weight(
                             [
                                 f(format!("{a}.in_proj_qkv.weight"), &[c, d])?,
                                 f(format!("{a}.in_proj_z.weight"), &[lv, d])?,
@@ -101,13 +105,15 @@ impl<B: Backend> Text<B> {
                                 f(format!("{a}.in_proj_a.weight"), &[s.v_heads, d])?,
                             ]
                             .concat(),
+                            c + lv + 2 * s.v_heads,
+                            d,
                         )?,
                         conv: be
                             .weight(f(format!("{a}.conv1d.weight"), &[c, 1, x.conv_kernel])?)?,
                         a_log: be.weight(f(format!("{a}.A_log"), &[s.v_heads])?)?,
                         dt_bias: be.weight(f(format!("{a}.dt_bias"), &[s.v_heads])?)?,
                         norm: be.weight(f(format!("{a}.norm.weight"), &[s.dv])?)?,
-                        out: mat(format!("{a}.out_proj.weight"), &[d, lv])?,
+                        out: lin(format!("{a}.out_proj.weight"), &[d, lv])?,
                     }
                 }
             };
@@ -127,7 +133,7 @@ impl<B: Backend> Text<B> {
         let lm_head = if cfg.tie_word_embeddings {
             None
         } else if w.has("lm_head.weight") {
-            Some(mat("lm_head.weight".into(), &[cfg.vocab_size, d])?)
+            Some(lin("lm_head.weight".into(), &[cfg.vocab_size, d])?)
         } else {
             return Err(LocalError::Tensor {
                 file: "model.safetensors".into(),

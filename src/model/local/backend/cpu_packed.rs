@@ -1,32 +1,40 @@
-//! The CPU backend with bf16 matrices (`--device cpu --dtype bf16`): linear weights and the
-//! embedding table are stored as bfloat16 (half the memory and half the bytes read per
-//! decoded token); everything else, activations included, stays f32 and runs the f32
-//! backend's code. Products multiply bf16 weights by f32 activations with f32 accumulation
-//! (the CUDA backend also rounds activations to bf16; this one does not).
+//! The CPU backend (`--device cpu`, f32 or `--dtype bf16`): linear weights are packed once at
+//! load into column panels (`cpu_panels.rs`) that the product kernel reads as they lie, and in
+//! bf16 they and the embedding table are stored as bfloat16 (half the memory and half the
+//! bytes read per decoded token). Everything else, activations included, stays f32 and runs
+//! the f32 reference backend's code (`cpu.rs`). Products multiply bf16 weights by f32
+//! activations with f32 accumulation (the CUDA backend also rounds activations to bf16; this
+//! one does not).
 
 use super::cpu::Cpu;
 use super::cpu_kernels::{self, bf16_to_f32, Weights};
+use super::cpu_panels::Panels;
 use super::{AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::LocalError;
 
-/// CPU backend storing matrices in bf16.
+/// The CPU backend with packed linear weights, storing matrices in f32 or (`bf16`) bfloat16.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CpuBf16;
+pub struct CpuPacked {
+    /// Store linear weights and the embedding table as bfloat16.
+    pub bf16: bool,
+}
 
-/// A buffer of the bf16 CPU backend.
+/// A buffer of the packed CPU backend.
 #[derive(Clone, Debug)]
 pub enum CpuBuf {
-    /// f32 values (activations, norms, biases, small weights).
+    /// f32 values (activations, norms, biases, small weights, an f32 embedding table).
     F32(Vec<f32>),
-    /// bfloat16 bit patterns (linear weights and the embedding table).
+    /// bfloat16 bit patterns, row-major (the bf16 embedding table).
     Bf16(Vec<u16>),
+    /// A linear weight in column panels, f32 or bf16.
+    Panels(Panels),
 }
 
 fn f<'a>(b: &'a CpuBuf, what: &str) -> BResult<&'a Vec<f32>> {
     match b {
         CpuBuf::F32(v) => Ok(v),
-        CpuBuf::Bf16(_) => Err(LocalError::Internal(format!(
-            "{what}: a bf16 matrix where f32 values were expected"
+        _ => Err(LocalError::Internal(format!(
+            "{what}: a stored matrix where f32 values were expected"
         ))),
     }
 }
@@ -34,8 +42,8 @@ fn f<'a>(b: &'a CpuBuf, what: &str) -> BResult<&'a Vec<f32>> {
 fn fm<'a>(b: &'a mut CpuBuf, what: &str) -> BResult<&'a mut Vec<f32>> {
     match b {
         CpuBuf::F32(v) => Ok(v),
-        CpuBuf::Bf16(_) => Err(LocalError::Internal(format!(
-            "{what}: a bf16 matrix where f32 values were expected"
+        _ => Err(LocalError::Internal(format!(
+            "{what}: a stored matrix where f32 values were expected"
         ))),
     }
 }
@@ -44,24 +52,35 @@ fn ok(v: BResult<Vec<f32>>) -> BResult<CpuBuf> {
     v.map(CpuBuf::F32)
 }
 
-impl Backend for CpuBf16 {
+impl Backend for CpuPacked {
     type Buf = CpuBuf;
 
     fn name(&self) -> &'static str {
         "cpu"
     }
     fn weight_bytes_per_value(&self) -> usize {
-        2
+        if self.bf16 {
+            2
+        } else {
+            4
+        }
     }
     fn weight(&self, data: Vec<f32>) -> BResult<CpuBuf> {
         Ok(CpuBuf::F32(data))
     }
     fn matrix(&self, data: Vec<f32>) -> BResult<CpuBuf> {
+        if !self.bf16 {
+            return Ok(CpuBuf::F32(data));
+        }
         Ok(CpuBuf::Bf16(
             data.iter()
                 .map(|&v| half::bf16::from_f32(v).to_bits())
                 .collect(),
         ))
+    }
+    fn linear_weight(&self, data: Vec<f32>, n: usize, k: usize) -> BResult<CpuBuf> {
+        super::need("linear weight", data.len(), n * k)?;
+        Ok(CpuBuf::Panels(Panels::pack(&data, n, k, self.bf16)))
     }
     fn upload(&self, data: &[f32]) -> BResult<CpuBuf> {
         Ok(CpuBuf::F32(data.to_vec()))
@@ -70,6 +89,7 @@ impl Backend for CpuBf16 {
         Ok(match x {
             CpuBuf::F32(v) => v.clone(),
             CpuBuf::Bf16(b) => b.iter().map(|&u| bf16_to_f32(u)).collect(),
+            CpuBuf::Panels(p) => p.unpack(),
         })
     }
     fn zeros(&self, n: usize) -> BResult<CpuBuf> {
@@ -87,12 +107,24 @@ impl Backend for CpuBf16 {
     ) -> BResult<CpuBuf> {
         let x = f(x, "linear input")?;
         let bias = bias.map(|b| f(b, "linear bias")).transpose()?;
-        let wb = match w {
-            CpuBuf::F32(w) => return ok(Cpu.linear(x, rows, k, w, n, bias)),
-            CpuBuf::Bf16(wb) => wb,
-        };
         super::need("linear input", x.len(), rows * k)?;
-        super::need("linear weight", wb.len(), n * k)?;
+        // The weight as stored: row-major bf16 (a tied lm_head) or panels.
+        enum Stored<'a> {
+            Rows(Weights<'a>),
+            Panels(&'a Panels),
+        }
+        let w = match w {
+            CpuBuf::F32(w) => return ok(Cpu.linear(x, rows, k, w, n, bias)),
+            CpuBuf::Bf16(wb) => {
+                super::need("linear weight", wb.len(), n * k)?;
+                Stored::Rows(Weights::Bf16(wb))
+            }
+            CpuBuf::Panels(p) => {
+                super::need("linear weight rows", p.n(), n)?;
+                super::need("linear weight columns", p.k(), k)?;
+                Stored::Panels(p)
+            }
+        };
         let mut y = vec![0f32; rows * n];
         if let Some(b) = bias {
             super::need("linear bias", b.len(), n)?;
@@ -100,7 +132,10 @@ impl Backend for CpuBf16 {
                 row.copy_from_slice(&b[..n]);
             }
         }
-        cpu_kernels::matmul_add(x, rows, k, Weights::Bf16(wb), n, &mut y);
+        match w {
+            Stored::Panels(p) => p.matmul_add(x, rows, &mut y),
+            Stored::Rows(w) => cpu_kernels::matmul_add(x, rows, k, w, n, &mut y),
+        }
         Ok(CpuBuf::F32(y))
     }
     fn add_assign(&self, x: &mut CpuBuf, y: &CpuBuf) -> BResult<()> {
@@ -157,6 +192,11 @@ impl Backend for CpuBf16 {
         let t = match table {
             CpuBuf::F32(t) => return ok(Cpu.gather_rows(t, dim, ids)),
             CpuBuf::Bf16(t) => t,
+            CpuBuf::Panels(_) => {
+                return Err(LocalError::Internal(
+                    "gather_rows: a linear weight where an embedding table was expected".into(),
+                ))
+            }
         };
         let mut out = Vec::with_capacity(ids.len() * dim);
         for &id in ids {
@@ -303,7 +343,7 @@ mod tests {
 
     #[test]
     fn bf16_matrices_round_once_and_everything_else_stays_f32() {
-        let be = CpuBf16;
+        let be = CpuPacked { bf16: true };
         let (rows, k, n) = (3, 16, 5);
         let x: Vec<f32> = (0..rows * k).map(|i| (i as f32 * 0.37).sin()).collect();
         let w: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.11).cos() / 3.0).collect();

@@ -244,7 +244,11 @@ impl Backend for Cpu {
                 "causal attention with more queries than keys".into(),
             ));
         }
-        cpu_kernels::attention(q, q_row, n_q, k, v, n_kv, s, causal, out);
+        if n_q >= super::cpu_attn::MIN_ROWS {
+            super::cpu_attn::attention(q, q_row, n_q, k, v, n_kv, s, causal, out);
+        } else {
+            cpu_kernels::attention(q, q_row, n_q, k, v, n_kv, s, causal, out);
+        }
         Ok(())
     }
 

@@ -149,6 +149,11 @@ impl Panels {
 
     /// `y[rows, n] += x[rows, k] · wᵀ`. Panics if x or y is shorter than that.
     pub fn matmul_add(&self, x: &[f32], rows: usize, y: &mut [f32]) {
+        self.matmul_add_on(x, rows, y, threads_for(rows * self.k * self.n));
+    }
+
+    /// [`Panels::matmul_add`] on at most `threads` threads.
+    pub fn matmul_add_on(&self, x: &[f32], rows: usize, y: &mut [f32], threads: usize) {
         let (n, k, nr) = (self.n, self.k, self.nr);
         assert!(
             x.len() >= rows * k && y.len() >= rows * n,
@@ -168,7 +173,7 @@ impl Panels {
         };
         let xp = pack_x(x, rows, k, mr);
         let panels = n.div_ceil(nr);
-        let threads = threads_for(rows * k * n).min(panels).max(1);
+        let threads = threads.min(panels).max(1);
         let per = panels.div_ceil(threads);
         let y = Out(y.as_mut_ptr());
         let work = |p0: usize, p1: usize| {
@@ -220,6 +225,7 @@ impl Panels {
                             ws,
                             ys: n,
                             cols,
+                            prefetch: r0 == 0,
                         };
                         // SAFETY: this thread alone writes columns p·nr.. p·nr + cols of y
                         // (panels are split between threads), rows r0..r0 + r < rows; y holds
@@ -332,6 +338,8 @@ struct Tile {
     ws: usize,
     ys: usize,
     cols: usize,
+    /// Prefetch the next block of each panel into L2 (f32 only): set on a block's first tile.
+    prefetch: bool,
 }
 
 /// `y[i, q·nr + j] += Σ_c xt[c·r + i] · wb[q·ws + c·nr + j]` for `i < r`, panel `q < g`, and
@@ -350,23 +358,41 @@ unsafe fn tile(kern: Kernel, xt: &[f32], wb: WBlock<'_>, y: *mut f32, t: Tile) {
         ws,
         ys,
         cols,
+        ..
     } = t;
     debug_assert!(xt.len() >= kb * r && wb.len() >= (g - 1) * ws + kb * nr && cols <= g * nr);
+    if cols == g * nr {
+        // SAFETY: y is valid for r rows × g·nr columns; the rest is forwarded from the caller.
+        unsafe { run_tile(kern, xt, wb, y, ys, t) };
+        return;
+    }
     // A partial tile goes through a full-width copy (the kernels write g·nr columns).
     let mut tmp = [0f32; 12 * 32];
-    let (yp, yps) = if cols < g * nr {
-        for i in 0..r {
-            for j in 0..cols {
-                // SAFETY: in bounds per the caller.
-                tmp[i * g * nr + j] = unsafe { *y.add(i * ys + j) };
-            }
+    for i in 0..r {
+        for j in 0..cols {
+            // SAFETY: in bounds per the caller.
+            tmp[i * g * nr + j] = unsafe { *y.add(i * ys + j) };
         }
-        (tmp.as_mut_ptr(), g * nr)
-    } else {
-        (y, ys)
-    };
-    // SAFETY: yp is valid for r rows × g·nr columns (y per the caller, or tmp); the rest is
-    // forwarded from the caller.
+    }
+    // SAFETY: tmp holds r rows × g·nr columns; the rest is forwarded from the caller.
+    unsafe { run_tile(kern, xt, wb, tmp.as_mut_ptr(), g * nr, t) };
+    for i in 0..r {
+        for j in 0..cols {
+            // SAFETY: in bounds per the caller.
+            unsafe { *y.add(i * ys + j) = tmp[i * g * nr + j] };
+        }
+    }
+}
+
+/// The kernel of [`tile`] on a full-width `yp` (rows `yps` apart).
+///
+/// # Safety
+/// As [`tile`], with `yp` valid for `t.r` rows × `t.g·t.nr` columns.
+unsafe fn run_tile(kern: Kernel, xt: &[f32], wb: WBlock<'_>, yp: *mut f32, yps: usize, t: Tile) {
+    let Tile {
+        r, g, kb, nr, ws, ..
+    } = t;
+    // SAFETY: forwarded from the caller.
     unsafe {
         match kern {
             #[cfg(target_arch = "x86_64")]
@@ -377,14 +403,6 @@ unsafe fn tile(kern: Kernel, xt: &[f32], wb: WBlock<'_>, y: *mut f32, t: Tile) {
                 for q in 0..g {
                     portable_tile(xt, r, wb, q * ws, kb, nr, yp.add(q * nr), yps)
                 }
-            }
-        }
-    }
-    if cols < g * nr {
-        for i in 0..r {
-            for j in 0..cols {
-                // SAFETY: as above.
-                unsafe { *y.add(i * ys + j) = tmp[i * g * nr + j] };
             }
         }
     }
@@ -444,7 +462,7 @@ macro_rules! tile_kernel {
             #[inline]
             #[target_feature(enable = $feat)]
             #[allow(clippy::needless_range_loop)] // the register tile reads clearest as indices
-            unsafe fn rows<const R: usize, const G: usize, const BF: bool>(
+            unsafe fn rows<const R: usize, const G: usize, const BF: bool, const PF: bool>(
                 xt: &[f32],
                 wp: *const u8,
                 ws: usize,
@@ -467,6 +485,15 @@ macro_rules! tile_kernel {
                         for q in 0..G {
                             let at = q * ws + c * NR;
                             w[q] = [ldw::<BF>(wp, at), ldw::<BF>(wp, at + $l)];
+                            if PF {
+                                // The block after this one, into L2 while this one is used
+                                // (a prefetch never faults, past the end included).
+                                let next = (wp as *const f32).wrapping_add(at + kb * NR) as *const i8;
+                                _mm_prefetch::<_MM_HINT_T1>(next);
+                                if NR * 4 > 64 {
+                                    _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64));
+                                }
+                            }
                         }
                         for i in 0..R {
                             let b = $set1(*xp.add(c * R + i));
@@ -510,21 +537,29 @@ macro_rules! tile_kernel {
                 let Tile { r, g, kb, ws, .. } = t;
                 // SAFETY: forwarded from the caller.
                 unsafe {
-                    match (w, g) {
-                        (WBlock::F32(w), 1) => match r {
-                            $($r => rows::<$r, 1, false>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
+                    match (w, g, t.prefetch) {
+                        (WBlock::F32(w), 1, false) => match r {
+                            $($r => rows::<$r, 1, false, false>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
                             _ => unreachable!("a tile holds 1 to the kernel's most rows"),
                         },
-                        (WBlock::F32(w), _) => match r {
-                            $($w => rows::<$w, 2, false>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
+                        (WBlock::F32(w), 1, true) => match r {
+                            $($r => rows::<$r, 1, false, true>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
+                            _ => unreachable!("a tile holds 1 to the kernel's most rows"),
+                        },
+                        (WBlock::F32(w), _, false) => match r {
+                            $($w => rows::<$w, 2, false, false>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
                             _ => unreachable!("a two-panel tile holds 1 to the kernel's wide rows"),
                         },
-                        (WBlock::Bf16(w), 1) => match r {
-                            $($r => rows::<$r, 1, true>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
+                        (WBlock::F32(w), _, true) => match r {
+                            $($w => rows::<$w, 2, false, true>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
+                            _ => unreachable!("a two-panel tile holds 1 to the kernel's wide rows"),
+                        },
+                        (WBlock::Bf16(w), 1, _) => match r {
+                            $($r => rows::<$r, 1, true, false>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
                             _ => unreachable!("a tile holds 1 to the kernel's most rows"),
                         },
-                        (WBlock::Bf16(w), _) => match r {
-                            $($w => rows::<$w, 2, true>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
+                        (WBlock::Bf16(w), _, _) => match r {
+                            $($w => rows::<$w, 2, true, false>(xt, w.as_ptr().cast(), ws, kb, y, ys),)*
                             _ => unreachable!("a two-panel tile holds 1 to the kernel's wide rows"),
                         },
                     }
@@ -641,6 +676,7 @@ mod tests {
                     ws: 0,
                     ys: nr,
                     cols: nr,
+                    prefetch: false,
                 };
                 tile(kern, &xt, WBlock::F32(&wb), a.as_mut_ptr(), t);
                 portable_tile(&xt, r, WBlock::F32(&wb), 0, kb, nr, b.as_mut_ptr(), nr);

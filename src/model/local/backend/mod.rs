@@ -4,6 +4,7 @@
 //! Every buffer is a row-major matrix whose shape the caller tracks; ops take the dimensions.
 
 pub mod cpu;
+pub mod cpu_attn;
 #[cfg(target_arch = "x86_64")]
 pub mod cpu_gemv;
 pub mod cpu_kernels;

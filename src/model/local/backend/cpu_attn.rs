@@ -129,6 +129,7 @@ super::simd::multiversion! {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cpu_kernels::max_diff;
     use super::*;
 
     #[test]
@@ -152,11 +153,7 @@ mod tests {
             let mut b = a.clone();
             attention(&q, q_row, n_q, &k, &v, n_kv, s, causal, &mut a);
             super::super::cpu_kernels::attention(&q, q_row, n_q, &k, &v, n_kv, s, causal, &mut b);
-            let d = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0., f32::max);
+            let d = max_diff(&a, &b);
             assert!(
                 d < 1e-5,
                 "q_row {q_row} n_q {n_q} n_kv {n_kv} causal {causal}: max |Δ| {d}"

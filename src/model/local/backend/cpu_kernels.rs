@@ -367,6 +367,15 @@ fn attend_row(
 }
 }
 
+/// Largest |a[i] − b[i]| (for the backend's unit tests).
+#[cfg(test)]
+pub(super) fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0., f32::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,13 +388,6 @@ mod tests {
             }
         }
         y
-    }
-
-    fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-        a.iter()
-            .zip(b)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0., f32::max)
     }
 
     fn vals(n: usize, seed: u32) -> Vec<f32> {

@@ -339,6 +339,7 @@ impl Backend for CpuPacked {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cpu_kernels::max_diff;
     use super::*;
 
     #[test]
@@ -363,11 +364,7 @@ mod tests {
             .unwrap();
         let want = Cpu.linear(&x, rows, k, &wr, n, None).unwrap();
         let got = be.download(&got).unwrap();
-        let d = got
-            .iter()
-            .zip(&want)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0., f32::max);
+        let d = max_diff(&got, &want);
         assert!(d < 1e-5, "max |Δ| {d}");
         // The embedding table: rows of the rounded values.
         let t = be.matrix(w.clone()).unwrap();

@@ -32,12 +32,22 @@ pub fn attention(
     }
     let threads = threads_for(n_q * n_kv * qd).min(s.heads).max(1);
     let per = s.heads.div_ceil(threads);
+    let job = Job {
+        q,
+        q_row,
+        n_q,
+        k,
+        v,
+        n_kv,
+        s,
+        causal,
+    };
     let mut heads: Vec<Vec<f32>> = vec![Vec::new(); s.heads];
     std::thread::scope(|sc| {
         for (t, chunk) in heads.chunks_mut(per).enumerate() {
             let mut work = move || {
                 for (i, o) in chunk.iter_mut().enumerate() {
-                    *o = head(q, q_row, n_q, k, v, n_kv, s, causal, t * per + i);
+                    *o = job.head(t * per + i);
                 }
             };
             if threads == 1 {
@@ -55,50 +65,64 @@ pub fn attention(
     }
 }
 
-/// Query head `h`'s output rows `[n_q, hd]`.
-#[allow(clippy::too_many_arguments)]
-fn head(
-    q: &[f32],
+/// One call's inputs, as [`attention`] takes them.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    q: &'a [f32],
     q_row: usize,
     n_q: usize,
-    k: &[f32],
-    v: &[f32],
+    k: &'a [f32],
+    v: &'a [f32],
     n_kv: usize,
     s: AttnShape,
     causal: bool,
-    h: usize,
-) -> Vec<f32> {
-    let (qd, kd, hd) = (s.heads * s.hd, s.kv_heads * s.hd, s.hd);
-    let kh = h / (s.heads / s.kv_heads);
-    let scale = 1.0 / (hd as f32).sqrt();
-    let mut qh = Vec::with_capacity(n_q * hd);
-    for i in 0..n_q {
-        let at = (q_row + i) * qd + h * hd;
-        qh.extend_from_slice(&q[at..at + hd]);
-    }
-    let mut kh_rows = Vec::with_capacity(n_kv * hd);
-    for j in 0..n_kv {
-        kh_rows.extend_from_slice(&k[j * kd + kh * hd..j * kd + (kh + 1) * hd]);
-    }
-    let mut p = vec![0f32; n_q * n_kv];
-    Panels::pack(&kh_rows, n_kv, hd, false).matmul_add_on(&qh, n_q, &mut p, 1);
-    for (i, row) in p.chunks_exact_mut(n_kv).enumerate() {
-        let visible = if causal { n_kv - n_q + i + 1 } else { n_kv };
-        softmax_prefix(row, visible, scale);
-    }
-    // Vᵀ for this head: row d holds value dimension d of every key.
-    let mut vt = vec![0f32; hd * n_kv];
-    for j in 0..n_kv {
-        for (d, &x) in v[j * kd + kh * hd..j * kd + (kh + 1) * hd]
-            .iter()
-            .enumerate()
-        {
-            vt[d * n_kv + j] = x;
+}
+
+impl Job<'_> {
+    /// Query head `h`'s output rows `[n_q, hd]`.
+    fn head(self, h: usize) -> Vec<f32> {
+        let Job {
+            q,
+            q_row,
+            n_q,
+            k,
+            v,
+            n_kv,
+            s,
+            causal,
+        } = self;
+        let (qd, kd, hd) = (s.heads * s.hd, s.kv_heads * s.hd, s.hd);
+        let kh = h / (s.heads / s.kv_heads);
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut qh = Vec::with_capacity(n_q * hd);
+        for i in 0..n_q {
+            let at = (q_row + i) * qd + h * hd;
+            qh.extend_from_slice(&q[at..at + hd]);
         }
+        let mut kh_rows = Vec::with_capacity(n_kv * hd);
+        for j in 0..n_kv {
+            kh_rows.extend_from_slice(&k[j * kd + kh * hd..j * kd + (kh + 1) * hd]);
+        }
+        let mut p = vec![0f32; n_q * n_kv];
+        Panels::pack(&kh_rows, n_kv, hd, false).matmul_add_on(&qh, n_q, &mut p, 1);
+        for (i, row) in p.chunks_exact_mut(n_kv).enumerate() {
+            let visible = if causal { n_kv - n_q + i + 1 } else { n_kv };
+            softmax_prefix(row, visible, scale);
+        }
+        // Vᵀ for this head: row d holds value dimension d of every key.
+        let mut vt = vec![0f32; hd * n_kv];
+        for j in 0..n_kv {
+            for (d, &x) in v[j * kd + kh * hd..j * kd + (kh + 1) * hd]
+                .iter()
+                .enumerate()
+            {
+                vt[d * n_kv + j] = x;
+            }
+        }
+        let mut oh = vec![0f32; n_q * hd];
+        Panels::pack(&vt, hd, n_kv, false).matmul_add_on(&p, n_q, &mut oh, 1);
+        oh
     }
-    let mut oh = vec![0f32; n_q * hd];
-    Panels::pack(&vt, hd, n_kv, false).matmul_add_on(&p, n_q, &mut oh, 1);
-    oh
 }
 
 super::simd::multiversion! {

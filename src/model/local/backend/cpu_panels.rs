@@ -32,7 +32,7 @@ const FEW_ROWS: usize = 8;
 
 /// The stored values of a panelled weight.
 #[derive(Clone, Debug)]
-pub enum PanelValues {
+enum PanelValues {
     /// f32 weights.
     F32(Vec<f32>),
     /// bfloat16 bit patterns.
@@ -132,10 +132,10 @@ impl Panels {
         let y = Out(y.as_mut_ptr());
         let work = |p0: usize, p1: usize| {
             let kc = (BLOCK_BYTES / 4 / nr).min(k);
+            // bf16 prefill widens one block at a time into this buffer.
             let mut block = match &self.values {
-                PanelValues::F32(_) => Vec::new(),
                 PanelValues::Bf16(_) if group == 1 => vec![0f32; kc * nr],
-                PanelValues::Bf16(_) => Vec::new(),
+                _ => Vec::new(),
             };
             let mut p = p0;
             while p < p1 {
@@ -155,16 +155,10 @@ impl Panels {
                         PanelValues::F32(v) => (WBlock::F32(&v[start..end]), nr * k),
                         // Few rows: each weight is used once or twice, widen it in registers.
                         PanelValues::Bf16(v) if group > 1 => (WBlock::Bf16(&v[start..end]), nr * k),
+                        // Many rows (g is 1): widen the block once for all row tiles.
                         PanelValues::Bf16(v) => {
-                            for i in 0..g {
-                                let s0 = start + i * nr * k;
-                                widen(
-                                    kern,
-                                    &v[s0..s0 + kb * nr],
-                                    &mut block[i * kc * nr..][..kb * nr],
-                                );
-                            }
-                            (WBlock::F32(&block[..(g - 1) * kc * nr + kb * nr]), kc * nr)
+                            widen(kern, &v[start..end], &mut block[..kb * nr]);
+                            (WBlock::F32(&block[..kb * nr]), 0)
                         }
                     };
                     let mut r0 = 0;

@@ -43,18 +43,10 @@ pub fn attention(
         causal,
     };
     let mut heads: Vec<Vec<f32>> = vec![Vec::new(); s.heads];
-    std::thread::scope(|sc| {
-        for (t, chunk) in heads.chunks_mut(per).enumerate() {
-            let mut work = move || {
-                for (i, o) in chunk.iter_mut().enumerate() {
-                    *o = job.head(t * per + i);
-                }
-            };
-            if threads == 1 {
-                work();
-            } else {
-                sc.spawn(work);
-            }
+    let mut chunks: Vec<&mut [Vec<f32>]> = heads.chunks_mut(per).collect();
+    super::cpu_pool::run_each(&mut chunks, |t, chunk| {
+        for (i, o) in chunk.iter_mut().enumerate() {
+            *o = job.head(t * per + i);
         }
     });
     for (h, oh) in heads.iter().enumerate() {

@@ -28,14 +28,20 @@ pub enum Weights<'a> {
     Bf16(&'a [u16]),
 }
 
-/// Threads to use for `work` multiply-adds (one for small jobs, where spawning costs more).
-/// Scoped threads rather than rayon's pool: a pool's idle workers spin while the caller runs
-/// the serial steps between products, and on two cores that halved batch-8 decode.
+/// Threads to use for `work` multiply-adds (one for small jobs, where handing work to the
+/// pool's workers costs more). The parts run on `cpu_pool`'s workers, not rayon's pool:
+/// rayon's idle workers spin beside the caller, and on two cores that halved batch-8 decode.
 pub fn threads_for(work: usize) -> usize {
     if work < 1 << 18 {
         return 1;
     }
-    std::thread::available_parallelism().map_or(1, |t| t.get())
+    cpu_threads()
+}
+
+/// This process's CPU threads (asked once: the answer reads cgroup files, ~10 µs a call).
+pub fn cpu_threads() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
 }
 
 /// bf16 bits to f32 (exact).
@@ -103,12 +109,9 @@ fn bf16_blocks(
         let cols = step.min(n - j0);
         let (dst, src) = (&mut block[..cols * k], &w[j0 * k..(j0 + cols) * k]);
         let per = (cols * k).div_ceil(threads_for(cols * k * 16));
-        std::thread::scope(|s| {
-            for (o, i) in dst.chunks_mut(per).zip(src.chunks(per)) {
-                s.spawn(move || {
-                    o.iter_mut().zip(i).for_each(|(o, &b)| *o = bf16_to_f32(b));
-                });
-            }
+        let mut parts: Vec<_> = dst.chunks_mut(per).zip(src.chunks(per)).collect();
+        super::cpu_pool::run_each(&mut parts, |_, (o, i)| {
+            o.iter_mut().zip(*i).for_each(|(o, &b)| *o = bf16_to_f32(b));
         });
         gemm_f32(x, rows, k, &block[..cols * k], cols, n, &mut y[j0..]);
     }
@@ -155,23 +158,16 @@ fn gemv(x: &[f32], rows: usize, k: usize, w: Weights<'_>, n: usize, y: &mut [f32
     let cols = n.div_ceil(threads);
     // Each thread fills a column-major copy of its block of y, scattered back after.
     let mut parts: Vec<Vec<f32>> = vec![Vec::new(); threads];
-    std::thread::scope(|s| {
-        for (t, part) in parts.iter_mut().enumerate() {
+    {
+        let y = &*y;
+        super::cpu_pool::run_each(&mut parts, |t, part| {
             let (j0, j1) = (t * cols, ((t + 1) * cols).min(n));
-            let y = &*y;
-            let mut work = move || {
-                part.resize(rows * (j1.saturating_sub(j0)), 0.0);
-                gemv_cols(x, rows, k, w, j0..j1, |j, r, d| {
-                    part[(j - j0) * rows + r] = y[r * n + j] + d;
-                });
-            };
-            if threads == 1 {
-                work();
-            } else {
-                s.spawn(work);
-            }
-        }
-    });
+            part.resize(rows * (j1.saturating_sub(j0)), 0.0);
+            gemv_cols(x, rows, k, w, j0..j1, |j, r, d| {
+                part[(j - j0) * rows + r] = y[r * n + j] + d;
+            });
+        });
+    }
     for (t, part) in parts.iter().enumerate() {
         let j0 = t * cols;
         for (i, v) in part.iter().enumerate() {
@@ -309,22 +305,14 @@ pub fn attention(
     let threads = threads_for(n_q * n_kv * qd).min(n_q).max(1);
     let per = n_q.div_ceil(threads);
     let rows = &mut out[q_row * qd..(q_row + n_q) * qd];
-    std::thread::scope(|sc| {
-        for (t, chunk) in rows.chunks_mut(per * qd).enumerate() {
-            let mut work = move || {
-                let mut scores = vec![0f32; n_kv];
-                for (ii, o) in chunk.chunks_exact_mut(qd).enumerate() {
-                    let i = t * per + ii;
-                    let visible = if causal { n_kv - n_q + i + 1 } else { n_kv };
-                    let qv = &q[(q_row + i) * qd..(q_row + i + 1) * qd];
-                    attend_row(qv, k, v, visible, s, &mut scores, o);
-                }
-            };
-            if threads == 1 {
-                work();
-            } else {
-                sc.spawn(work);
-            }
+    let mut chunks: Vec<&mut [f32]> = rows.chunks_mut(per * qd).collect();
+    super::cpu_pool::run_each(&mut chunks, |t, chunk| {
+        let mut scores = vec![0f32; n_kv];
+        for (ii, o) in chunk.chunks_exact_mut(qd).enumerate() {
+            let i = t * per + ii;
+            let visible = if causal { n_kv - n_q + i + 1 } else { n_kv };
+            let qv = &q[(q_row + i) * qd..(q_row + i + 1) * qd];
+            attend_row(qv, k, v, visible, s, &mut scores, o);
         }
     });
 }

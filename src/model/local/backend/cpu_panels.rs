@@ -22,6 +22,7 @@
 //! f32 buffer that every row tile then reads.
 
 use super::cpu_kernels::{bf16_to_f32, threads_for};
+use super::cpu_pool;
 use super::cpu_tile::{kernel, tile, widen, Tile, WBlock};
 
 /// Bytes of one panel block (`KC · NR` f32 values), sized to stay in L1 beside the tile.
@@ -185,17 +186,10 @@ impl Panels {
                 p += g;
             }
         };
-        if threads == 1 {
-            work(0, panels);
-            return;
-        }
-        std::thread::scope(|s| {
-            for t in 0..threads {
-                let (p0, p1) = (t * per, ((t + 1) * per).min(panels));
-                if p0 < p1 {
-                    let work = &work;
-                    s.spawn(move || work(p0, p1));
-                }
+        cpu_pool::run(threads, &|t| {
+            let (p0, p1) = (t * per, ((t + 1) * per).min(panels));
+            if p0 < p1 {
+                work(p0, p1);
             }
         });
     }

@@ -212,22 +212,13 @@ pub fn delta_rule(
         .max(1);
     let per = hv.div_ceil(threads);
     let mut parts: Vec<Vec<f32>> = vec![Vec::new(); hv.div_ceil(per)];
-    std::thread::scope(|sc| {
-        for (c, (st, part)) in state[..hv * dk * dv]
-            .chunks_mut(per * dk * dv)
-            .zip(parts.iter_mut())
-            .enumerate()
-        {
-            let mut work = move || {
-                for (i, sh) in st.chunks_exact_mut(dk * dv).enumerate() {
-                    delta_rule_head(q, k, v, beta, g, n, s, c * per + i, sh, part);
-                }
-            };
-            if threads == 1 {
-                work();
-            } else {
-                sc.spawn(work);
-            }
+    let mut jobs: Vec<_> = state[..hv * dk * dv]
+        .chunks_mut(per * dk * dv)
+        .zip(parts.iter_mut())
+        .collect();
+    super::cpu_pool::run_each(&mut jobs, |c, (st, part)| {
+        for (i, sh) in st.chunks_exact_mut(dk * dv).enumerate() {
+            delta_rule_head(q, k, v, beta, g, n, s, c * per + i, sh, part);
         }
     });
     // parts[c] holds heads c·per.. in order, each [n, dv]; interleave into [n, Hv·Dv].

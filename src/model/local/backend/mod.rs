@@ -10,6 +10,7 @@ pub mod cpu_gemv;
 pub mod cpu_kernels;
 pub mod cpu_packed;
 pub mod cpu_panels;
+mod cpu_pool;
 mod cpu_tile;
 #[cfg(feature = "cuda")]
 pub mod cuda;

@@ -210,19 +210,24 @@ unsafe impl Send for Out {}
 unsafe impl Sync for Out {}
 
 /// x's rows in tiles of `mr` (the last one shorter), each tile `[k][r]`: a tile's activations
-/// for one input index are adjacent.
+/// for one input index are adjacent. Tiles are packed in parallel when there are several.
 fn pack_x(x: &[f32], rows: usize, k: usize, mr: usize) -> Vec<f32> {
     let mut out = vec![0f32; rows * k];
-    let mut r0 = 0;
-    while r0 < rows {
-        let r = mr.min(rows - r0);
-        let t = &mut out[r0 * k..(r0 + r) * k];
-        for i in 0..r {
-            for (c, &v) in x[(r0 + i) * k..(r0 + i + 1) * k].iter().enumerate() {
-                t[c * r + i] = v;
+    let mut tiles: Vec<&mut [f32]> = out.chunks_mut(mr * k).collect();
+    let pack = |ti: usize, t: &mut &mut [f32]| {
+        let (r0, r) = (ti * mr, t.len() / k);
+        let src = &x[r0 * k..(r0 + r) * k];
+        // Written in order; the tile's rows are read side by side.
+        for (c, col) in t.chunks_exact_mut(r).enumerate() {
+            for (i, v) in col.iter_mut().enumerate() {
+                *v = src[i * k + c];
             }
         }
-        r0 += r;
+    };
+    if threads_for(rows * k * 64) > 1 {
+        cpu_pool::run_each(&mut tiles, pack);
+    } else {
+        tiles.iter_mut().enumerate().for_each(|(i, t)| pack(i, t));
     }
     out
 }

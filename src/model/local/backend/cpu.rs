@@ -102,13 +102,18 @@ impl Backend for Cpu {
     ) -> BResult<Vec<f32>> {
         check("rms_norm", x.len(), rows * dim)?;
         let mut y = vec![0f32; rows * dim];
-        for (xr, yr) in x.chunks_exact(dim).zip(y.chunks_exact_mut(dim)).take(rows) {
-            let ms = xr.iter().map(|v| v * v).sum::<f32>() / dim as f32;
-            let r = 1.0 / (ms + eps).sqrt();
-            for ((o, v), g) in yr.iter_mut().zip(xr).zip(w) {
-                *o = v * r * g;
+        super::cpu_pool::par_chunks(&mut y, dim, |r0, yc| {
+            for (xr, yr) in x[r0 * dim..]
+                .chunks_exact(dim)
+                .zip(yc.chunks_exact_mut(dim))
+            {
+                let ms = xr.iter().map(|v| v * v).sum::<f32>() / dim as f32;
+                let r = 1.0 / (ms + eps).sqrt();
+                for ((o, v), g) in yr.iter_mut().zip(xr).zip(w) {
+                    *o = v * r * g;
+                }
             }
-        }
+        });
         Ok(y)
     }
 
@@ -123,14 +128,19 @@ impl Backend for Cpu {
     ) -> BResult<Vec<f32>> {
         check("layer_norm", x.len(), rows * dim)?;
         let mut y = vec![0f32; rows * dim];
-        for (xr, yr) in x.chunks_exact(dim).zip(y.chunks_exact_mut(dim)).take(rows) {
-            let mean = xr.iter().sum::<f32>() / dim as f32;
-            let var = xr.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / dim as f32;
-            let r = 1.0 / (var + eps).sqrt();
-            for (((o, v), g), bb) in yr.iter_mut().zip(xr).zip(w).zip(b) {
-                *o = (v - mean) * r * g + bb;
+        super::cpu_pool::par_chunks(&mut y, dim, |r0, yc| {
+            for (xr, yr) in x[r0 * dim..]
+                .chunks_exact(dim)
+                .zip(yc.chunks_exact_mut(dim))
+            {
+                let mean = xr.iter().sum::<f32>() / dim as f32;
+                let var = xr.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / dim as f32;
+                let r = 1.0 / (var + eps).sqrt();
+                for (((o, v), g), bb) in yr.iter_mut().zip(xr).zip(w).zip(b) {
+                    *o = (v - mean) * r * g + bb;
+                }
             }
-        }
+        });
         Ok(y)
     }
 
@@ -172,9 +182,11 @@ impl Backend for Cpu {
     }
 
     fn gelu_erf(&self, x: &mut Vec<f32>) -> BResult<()> {
-        x.iter_mut().for_each(|v| {
-            let f = *v as f64;
-            *v = (0.5 * f * (1.0 + erf(f / std::f64::consts::SQRT_2))) as f32;
+        super::cpu_pool::par_chunks(x, 1, |_, c| {
+            c.iter_mut().for_each(|v| {
+                let f = *v as f64;
+                *v = (0.5 * f * (1.0 + erf(f / std::f64::consts::SQRT_2))) as f32;
+            })
         });
         Ok(())
     }
@@ -365,17 +377,22 @@ mod tests {
     }
 }
 
-super::simd::multiversion! {
-/// `silu(gate) · up` for rows `[gate | up]` of width `2m`.
+/// `silu(gate) · up` for rows `[gate | up]` of width `2m` (rows in parallel).
 fn silu_mul_rows(gu: &[f32], rows: usize, m: usize) -> Vec<f32> {
     let mut out = vec![0f32; rows * m];
+    super::cpu_pool::par_chunks(&mut out, m, |r0, o| silu_mul_part(&gu[r0 * 2 * m..], m, o));
+    out
+}
+
+super::simd::multiversion! {
+/// [`silu_mul_rows`] for the rows of `out`, from `gu`'s first rows.
+fn silu_mul_part(gu: &[f32], m: usize, out: &mut [f32]) {
     for (row, o) in gu.chunks_exact(2 * m).zip(out.chunks_exact_mut(m)) {
         let (gate, up) = row.split_at(m);
         o.iter_mut()
             .zip(gate.iter().zip(up))
             .for_each(|(o, (g, u))| *o = super::simd::silu(*g) * u);
     }
-    out
 }
 }
 

@@ -159,6 +159,26 @@ pub fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
     }
 }
 
+/// Fewest values for which [`par_chunks`] splits its work (below that, a wake-up costs more
+/// than the work it shares).
+const PAR_MIN: usize = 1 << 15;
+
+/// `f(first, chunk)` over `out` cut into one chunk per CPU thread, each a whole number of
+/// `unit`-value rows (`first` is the chunk's first row), in parallel; one call on all of
+/// `out` when it holds fewer than [`PAR_MIN`] values. For row-wise and element-wise kernels,
+/// whose rows do not depend on how they are grouped.
+pub fn par_chunks(out: &mut [f32], unit: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
+    let units = out.len() / unit.max(1);
+    let threads = super::cpu_kernels::cpu_threads();
+    if out.len() < PAR_MIN || threads < 2 || units < 2 {
+        f(0, out);
+        return;
+    }
+    let per = units.div_ceil(threads);
+    let mut chunks: Vec<&mut [f32]> = out.chunks_mut(per * unit).collect();
+    run_each(&mut chunks, |i, c| f(i * per, c));
+}
+
 /// `items` as a pointer that parts share; each part takes only its own index.
 struct Items<I>(*mut I);
 // SAFETY: parts reach disjoint elements (see `run_each`), and `I: Send` moves each to the
@@ -199,6 +219,20 @@ mod tests {
                 });
             }
         });
+    }
+
+    #[test]
+    fn par_chunks_hands_out_whole_rows_with_their_index() {
+        for len in [10, 3 * 7001, PAR_MIN * 3 + 5 * 11] {
+            let mut v = vec![0f32; len - len % 5];
+            par_chunks(&mut v, 5, |r0, c| {
+                assert_eq!(c.len() % 5, 0);
+                for (i, x) in c.iter_mut().enumerate() {
+                    *x = (r0 * 5 + i) as f32;
+                }
+            });
+            assert!(v.iter().enumerate().all(|(i, &x)| x == i as f32));
+        }
     }
 
     #[test]

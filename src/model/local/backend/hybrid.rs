@@ -54,17 +54,28 @@ pub fn rope_partial(
     }
 }
 
-super::simd::multiversion! {
-/// `x ·= σ(g)` elementwise.
+/// `x ·= σ(g)` elementwise (in parallel).
 pub fn mul_sigmoid(x: &mut [f32], g: &[f32]) {
+    super::cpu_pool::par_chunks(x, 1, |i0, c| mul_sigmoid_part(c, &g[i0..]));
+}
+
+super::simd::multiversion! {
+/// [`mul_sigmoid`] on one chunk.
+fn mul_sigmoid_part(x: &mut [f32], g: &[f32]) {
     x.iter_mut().zip(g).for_each(|(a, b)| *a *= sigmoid(*b));
 }
 }
 
-super::simd::multiversion! {
-/// `gelu(x, approximate="tanh")` in place, as `x·σ(2u)` with `u = √(2/π)(x + 0.044715x³)`:
-/// the same function as `½x(1 + tanh u)` without its cancellation near `tanh u = −1`.
+/// `gelu(x, approximate="tanh")` in place (in parallel), as `x·σ(2u)` with
+/// `u = √(2/π)(x + 0.044715x³)`: the same function as `½x(1 + tanh u)` without its
+/// cancellation near `tanh u = −1`.
 pub fn gelu_tanh(x: &mut [f32]) {
+    super::cpu_pool::par_chunks(x, 1, |_, c| gelu_tanh_part(c));
+}
+
+super::simd::multiversion! {
+/// [`gelu_tanh`] on one chunk.
+fn gelu_tanh_part(x: &mut [f32]) {
     const C: f32 = 0.797_884_6; // sqrt(2/pi)
     x.iter_mut().for_each(|v| {
         let f = *v;
@@ -76,10 +87,15 @@ pub fn gelu_tanh(x: &mut [f32]) {
 /// Rows of width `dim` scaled by `rsqrt(Σ x² + eps)` (FLA's l2norm).
 pub fn l2_norm(x: &[f32], rows: usize, dim: usize, eps: f32) -> Vec<f32> {
     let mut y = vec![0f32; rows * dim];
-    for (xr, yr) in x.chunks_exact(dim).zip(y.chunks_exact_mut(dim)).take(rows) {
-        let r = 1.0 / (xr.iter().map(|v| v * v).sum::<f32>() + eps).sqrt();
-        yr.iter_mut().zip(xr).for_each(|(o, v)| *o = v * r);
-    }
+    super::cpu_pool::par_chunks(&mut y, dim, |r0, yc| {
+        for (xr, yr) in x[r0 * dim..]
+            .chunks_exact(dim)
+            .zip(yc.chunks_exact_mut(dim))
+        {
+            let r = 1.0 / (xr.iter().map(|v| v * v).sum::<f32>() + eps).sqrt();
+            yr.iter_mut().zip(xr).for_each(|(o, v)| *o = v * r);
+        }
+    });
     y
 }
 
@@ -93,14 +109,17 @@ pub fn rms_norm_gated(
     eps: f32,
 ) -> Vec<f32> {
     let mut y = vec![0f32; rows * dim];
-    for r in 0..rows {
-        let (xr, zr) = (&x[r * dim..(r + 1) * dim], &z[r * dim..(r + 1) * dim]);
-        let ms = xr.iter().map(|v| v * v).sum::<f32>() / dim as f32;
-        let inv = 1.0 / (ms + eps).sqrt();
-        for i in 0..dim {
-            y[r * dim + i] = w[i] * (xr[i] * inv) * silu(zr[i]);
+    super::cpu_pool::par_chunks(&mut y, dim, |r0, yc| {
+        for (ri, yr) in yc.chunks_exact_mut(dim).enumerate() {
+            let r = r0 + ri;
+            let (xr, zr) = (&x[r * dim..(r + 1) * dim], &z[r * dim..(r + 1) * dim]);
+            let ms = xr.iter().map(|v| v * v).sum::<f32>() / dim as f32;
+            let inv = 1.0 / (ms + eps).sqrt();
+            for i in 0..dim {
+                yr[i] = w[i] * (xr[i] * inv) * silu(zr[i]);
+            }
         }
-    }
+    });
     y
 }
 
@@ -143,14 +162,23 @@ fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     t
 }
 
-super::simd::multiversion! {
 /// `y[t, c] = silu(Σ_j [state; x][t + j, c] · w[c, j])` with the taps `wt = wᵀ [k, ch]`: one
-/// row of y at a time, each tap added across all channels (vectorised over channels), the taps
-/// in order as in a per-channel loop.
+/// row of y at a time (rows in parallel), each tap added across all channels (vectorised over
+/// channels), the taps in order as in a per-channel loop.
 fn conv1d_taps(x: &[f32], n: usize, ch: usize, wt: &[f32], k: usize, state: &[f32]) -> Vec<f32> {
-    let past = k - 1;
     let mut y = vec![0f32; n * ch];
+    super::cpu_pool::par_chunks(&mut y, ch, |t0, yc| {
+        conv1d_taps_part(x, ch, wt, k, state, t0, yc)
+    });
+    y
+}
+
+super::simd::multiversion! {
+/// [`conv1d_taps`] for the rows of `y`, the first of them row `t0`.
+fn conv1d_taps_part(x: &[f32], ch: usize, wt: &[f32], k: usize, state: &[f32], t0: usize, y: &mut [f32]) {
+    let past = k - 1;
     for (t, yr) in y.chunks_exact_mut(ch).enumerate() {
+        let t = t0 + t;
         for (j, wj) in wt.chunks_exact(ch).enumerate() {
             let src = if t + j < past {
                 &state[(t + j) * ch..(t + j + 1) * ch]
@@ -161,7 +189,6 @@ fn conv1d_taps(x: &[f32], n: usize, ch: usize, wt: &[f32], k: usize, state: &[f3
         }
         yr.iter_mut().for_each(|a| *a = silu(*a));
     }
-    y
 }
 }
 

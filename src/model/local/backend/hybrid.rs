@@ -264,9 +264,12 @@ pub fn delta_rule(
 
 super::simd::multiversion! {
 /// One value head `h` of [`delta_rule`] over the `n` tokens, its state `st [Dk, Dv]`; the
-/// head's outputs `[n, Dv]` are appended to `out`. Two passes over the state per token: decay
-/// each row and add it into `Sᵀk`; then update each row and add it into `Sᵀq` (the same
-/// operations, in the same order, as four separate passes).
+/// head's outputs `[n, Dv]` are appended to `out`. The state's columns evolve independently,
+/// so they are taken 32 at a time (an L1-sized block, the running sums in registers) through
+/// all the tokens, in one pass over the block per token: update each row with this token's
+/// delta and add it into `Sᵀq`, then decay it for the next token and add it into that token's
+/// `Sᵀk`. Each value sees the same operations in the same order as four separate passes per
+/// token (decay, `Sᵀk`, update, `Sᵀq`).
 #[allow(clippy::too_many_arguments)]
 fn delta_rule_head(
     q: &[f32],
@@ -280,33 +283,103 @@ fn delta_rule_head(
     st: &mut [f32],
     out: &mut Vec<f32>,
 ) {
-    let (hk, hv, dk, dv) = (s.k_heads, s.v_heads, s.dk, s.dv);
-    let kh = h / (hv / hk);
-    let scale = 1.0 / (dk as f32).sqrt();
-    let mut kv = vec![0f32; dv];
-    for t in 0..n {
-        let qt = &q[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
-        let kt = &k[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
-        let vt = &v[(t * hv + h) * dv..(t * hv + h + 1) * dv];
-        let (bt, decay) = (beta[t * hv + h], g[t * hv + h].exp());
-        kv.iter_mut().for_each(|x| *x = 0.0);
-        for (row, &ki) in st.chunks_exact_mut(dv).zip(kt) {
-            row.iter_mut().for_each(|x| *x *= decay);
-            kv.iter_mut().zip(&*row).for_each(|(a, b)| *a += b * ki);
-        }
-        for (j, m) in kv.iter_mut().enumerate() {
-            *m = (vt[j] - *m) * bt;
-        }
-        let o0 = out.len();
-        out.resize(o0 + dv, 0.0);
-        let o = &mut out[o0..];
-        for ((row, &ki), &qi) in st.chunks_exact_mut(dv).zip(kt).zip(qt) {
-            row.iter_mut().zip(&kv).for_each(|(a, d)| *a += ki * d);
-            let qi = qi * scale;
-            o.iter_mut().zip(&*row).for_each(|(a, b)| *a += b * qi);
-        }
+    let o0 = out.len();
+    out.resize(o0 + n * s.dv, 0.0);
+    let o = &mut out[o0..];
+    let cols = DeltaCols { q, k, v, beta, g, n, s, h };
+    let mut j0 = 0;
+    while j0 + DELTA_COLS <= s.dv {
+        cols.run::<DELTA_COLS>(j0, st, o);
+        j0 += DELTA_COLS;
+    }
+    for j in j0..s.dv {
+        cols.run::<1>(j, st, o);
     }
 }
+}
+
+/// State columns per block of [`delta_rule_head`].
+const DELTA_COLS: usize = 32;
+
+/// One head's inputs to the delta rule, for its column blocks.
+#[derive(Clone, Copy)]
+struct DeltaCols<'a> {
+    q: &'a [f32],
+    k: &'a [f32],
+    v: &'a [f32],
+    beta: &'a [f32],
+    g: &'a [f32],
+    n: usize,
+    s: DeltaShape,
+    h: usize,
+}
+
+impl DeltaCols<'_> {
+    /// State columns `j0..j0 + W` through every token; outputs into `o [n, Dv]`.
+    #[inline(always)]
+    fn run<const W: usize>(self, j0: usize, st: &mut [f32], o: &mut [f32]) {
+        let Self {
+            q,
+            k,
+            v,
+            beta,
+            g,
+            n,
+            s,
+            h,
+        } = self;
+        let (hk, hv, dk, dv) = (s.k_heads, s.v_heads, s.dk, s.dv);
+        let kh = h / (hv / hk);
+        let scale = 1.0 / (dk as f32).sqrt();
+        let key = |t: usize| &k[(t * hk + kh) * dk..(t * hk + kh + 1) * dk];
+        if n == 0 {
+            return;
+        }
+        // Token 0: decay the state, then Sᵀk.
+        let mut kv = [0f32; W];
+        let (d0, k0) = (g[h].exp(), key(0));
+        for (i, &ki) in k0.iter().enumerate() {
+            let row = &mut st[i * dv + j0..i * dv + j0 + W];
+            for j in 0..W {
+                row[j] *= d0;
+                kv[j] += row[j] * ki;
+            }
+        }
+        for t in 0..n {
+            let bt = beta[t * hv + h];
+            let vt = &v[(t * hv + h) * dv + j0..(t * hv + h) * dv + j0 + W];
+            let mut delta = [0f32; W];
+            for j in 0..W {
+                delta[j] = (vt[j] - kv[j]) * bt;
+            }
+            let (kt, qt) = (key(t), &q[(t * hk + kh) * dk..(t * hk + kh + 1) * dk]);
+            let next = t + 1 < n;
+            let (dn, kn) = if next {
+                (g[(t + 1) * hv + h].exp(), key(t + 1))
+            } else {
+                (1.0, kt)
+            };
+            let mut acc = [0f32; W];
+            let mut kv_next = [0f32; W];
+            for i in 0..dk {
+                let row = &mut st[i * dv + j0..i * dv + j0 + W];
+                let (ki, qi) = (kt[i], qt[i] * scale);
+                for j in 0..W {
+                    row[j] += ki * delta[j];
+                    acc[j] += row[j] * qi;
+                }
+                if next {
+                    let kni = kn[i];
+                    for j in 0..W {
+                        row[j] *= dn;
+                        kv_next[j] += row[j] * kni;
+                    }
+                }
+            }
+            o[t * dv + j0..t * dv + j0 + W].copy_from_slice(&acc);
+            kv = kv_next;
+        }
+    }
 }
 
 /// `out[i] = Σ_t w[i·taps + t] · table[idx[i·taps + t]]` over rows of width `dim`.
@@ -369,5 +442,98 @@ mod tests {
             &mut st,
         );
         assert!((st[0] - 0.875).abs() < 1e-6 && (o[0] - 0.875).abs() < 1e-6);
+    }
+
+    /// The delta rule as written in the model card: per token, decay the state, `Sᵀk`, update,
+    /// `Sᵀq`, each a separate pass over `[Dk, Dv]`.
+    #[allow(clippy::too_many_arguments)]
+    fn four_passes(
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        beta: &[f32],
+        g: &[f32],
+        n: usize,
+        s: DeltaShape,
+        st: &mut [f32],
+    ) -> Vec<f32> {
+        let (hk, hv, dk, dv) = (s.k_heads, s.v_heads, s.dk, s.dv);
+        let mut out = vec![0f32; n * hv * dv];
+        for h in 0..hv {
+            let kh = h / (hv / hk);
+            let sh = &mut st[h * dk * dv..(h + 1) * dk * dv];
+            for t in 0..n {
+                let (qt, kt) = (&q[(t * hk + kh) * dk..], &k[(t * hk + kh) * dk..]);
+                let decay = g[t * hv + h].exp();
+                sh.iter_mut().for_each(|x| *x *= decay);
+                let mut kv = vec![0f32; dv];
+                for i in 0..dk {
+                    for j in 0..dv {
+                        kv[j] += sh[i * dv + j] * kt[i];
+                    }
+                }
+                let delta: Vec<f32> = (0..dv)
+                    .map(|j| (v[(t * hv + h) * dv + j] - kv[j]) * beta[t * hv + h])
+                    .collect();
+                for i in 0..dk {
+                    for j in 0..dv {
+                        sh[i * dv + j] += kt[i] * delta[j];
+                    }
+                }
+                let o = &mut out[(t * hv + h) * dv..(t * hv + h + 1) * dv];
+                for i in 0..dk {
+                    let qi = qt[i] * (1.0 / (dk as f32).sqrt());
+                    for j in 0..dv {
+                        o[j] += sh[i * dv + j] * qi;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_blocked_delta_rule_gives_the_four_pass_bits() {
+        // Hv > Hk, Dv with a block and a tail, a state carried from one call into the next.
+        let s = DeltaShape {
+            k_heads: 2,
+            v_heads: 4,
+            dk: 24,
+            dv: DELTA_COLS + 5,
+        };
+        let n = 9;
+        let f =
+            |len: usize, a: f32| -> Vec<f32> { (0..len).map(|i| (i as f32 * a).sin()).collect() };
+        let (q, k) = (f(n * 2 * 24, 0.31), f(n * 2 * 24, 0.17));
+        let v = f(n * s.v_heads * s.dv, 0.23);
+        let beta: Vec<f32> = f(n * 4, 0.5).iter().map(|x| sigmoid(*x)).collect();
+        let g: Vec<f32> = f(n * 4, 0.7).iter().map(|x| -x.abs() * 0.3).collect();
+        let st0 = f(s.state_len(), 0.05);
+        let (mut a, mut b) = (st0.clone(), st0);
+        let want = four_passes(&q, &k, &v, &beta, &g, n, s, &mut a);
+        let (c, t) = (5, n - 5);
+        let (qd, vd) = (2 * 24, 4 * s.dv);
+        let mut got = delta_rule(
+            &q[..c * qd],
+            &k[..c * qd],
+            &v[..c * vd],
+            &beta[..c * 4],
+            &g[..c * 4],
+            c,
+            s,
+            &mut b,
+        );
+        got.extend(delta_rule(
+            &q[c * qd..],
+            &k[c * qd..],
+            &v[c * vd..],
+            &beta[c * 4..],
+            &g[c * 4..],
+            t,
+            s,
+            &mut b,
+        ));
+        assert_eq!(got, want);
+        assert_eq!(b, a);
     }
 }

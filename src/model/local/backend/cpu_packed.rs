@@ -125,6 +125,9 @@ impl Backend for CpuPacked {
                 Stored::Panels(p)
             }
         };
+        if let (Stored::Panels(p), None) = (&w, bias) {
+            return Ok(CpuBuf::F32(p.matmul(x, rows)));
+        }
         let mut y = vec![0f32; rows * n];
         if let Some(b) = bias {
             super::need("linear bias", b.len(), n)?;

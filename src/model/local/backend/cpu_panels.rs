@@ -24,6 +24,7 @@
 use super::cpu_kernels::{bf16_to_f32, threads_for};
 use super::cpu_pool;
 use super::cpu_tile::{kernel, tile, widen, Tile, WBlock};
+use std::mem::MaybeUninit;
 
 /// Bytes of one panel block (`KC · NR` f32 values), sized to stay in L1 beside the tile.
 const BLOCK_BYTES: usize = 16 << 10;
@@ -56,7 +57,7 @@ impl Panels {
         assert_eq!(w.len(), n * k, "panel pack: weight is not n·k values");
         let nr = kernel().nr();
         let mut packed = vec![0f32; n.div_ceil(nr) * nr * k];
-        for (p, panel) in packed.chunks_exact_mut(nr * k).enumerate() {
+        for (p, panel) in packed.chunks_exact_mut((nr * k).max(1)).enumerate() {
             for j in 0..nr.min(n - p * nr) {
                 let row = &w[(p * nr + j) * k..(p * nr + j + 1) * k];
                 for (c, &v) in row.iter().enumerate() {
@@ -109,12 +110,47 @@ impl Panels {
 
     /// [`Panels::matmul_add`] on at most `threads` threads.
     pub fn matmul_add_on(&self, x: &[f32], rows: usize, y: &mut [f32], threads: usize) {
-        let (n, k, nr) = (self.n, self.k, self.nr);
         assert!(
-            x.len() >= rows * k && y.len() >= rows * n,
+            x.len() >= rows * self.k && y.len() >= rows * self.n,
             "panel product: short buffers"
         );
-        if rows == 0 || n == 0 || k == 0 {
+        // SAFETY: y holds rows·n initialised values (asserted above).
+        unsafe { self.product(x, rows, y.as_mut_ptr(), threads, false) };
+    }
+
+    /// `x[rows, k] · wᵀ` as a new `[rows, n]`. Not zero-filled first: each thread writes
+    /// zeros into its own columns just before it adds into them, so the buffer is written
+    /// once, in parallel, while it is in cache. Panics if x is shorter than `rows·k`.
+    pub fn matmul(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        assert!(x.len() >= rows * self.k, "panel product: short input");
+        let len = rows * self.n;
+        let mut y = Vec::with_capacity(len);
+        let threads = threads_for(rows * self.k * self.n);
+        // SAFETY: y has capacity for rows·n values, and `product` with `fresh` writes every
+        // one of them (threads' column ranges cover all n columns of every row) before
+        // reading any.
+        unsafe {
+            self.product(x, rows, y.as_mut_ptr(), threads, true);
+            y.set_len(len);
+        }
+        y
+    }
+
+    /// `y[rows, n] += x[rows, k] · wᵀ` on at most `threads` threads; with `fresh`, y starts
+    /// uninitialised and each thread first zeroes its own columns.
+    ///
+    /// # Safety
+    /// `y` must be valid for `rows·n` writes, and (unless `fresh`) reads; x holds `rows·k`.
+    unsafe fn product(&self, x: &[f32], rows: usize, y: *mut f32, threads: usize, fresh: bool) {
+        let (n, k, nr) = (self.n, self.k, self.nr);
+        if rows == 0 || n == 0 {
+            return;
+        }
+        if k == 0 {
+            if fresh {
+                // SAFETY: valid for rows·n writes (the caller's contract).
+                unsafe { std::ptr::write_bytes(y, 0, rows * n) };
+            }
             return;
         }
         let kern = kernel();
@@ -130,8 +166,15 @@ impl Panels {
         let panels = n.div_ceil(nr);
         let threads = threads.min(panels).max(1);
         let per = panels.div_ceil(threads);
-        let y = Out(y.as_mut_ptr());
+        let y = Out(y);
         let work = |p0: usize, p1: usize| {
+            if fresh {
+                let (c0, c1) = (p0 * nr, (p1 * nr).min(n));
+                for r in 0..rows {
+                    // SAFETY: this thread's columns of row r, inside y's rows·n values.
+                    unsafe { std::ptr::write_bytes(y.at(r * n + c0), 0, c1 - c0) };
+                }
+            }
             let kc = (BLOCK_BYTES / 4 / nr).min(k);
             // bf16 prefill widens one block at a time into this buffer.
             let mut block = match &self.values {
@@ -210,17 +253,20 @@ unsafe impl Send for Out {}
 unsafe impl Sync for Out {}
 
 /// x's rows in tiles of `mr` (the last one shorter), each tile `[k][r]`: a tile's activations
-/// for one input index are adjacent. Tiles are packed in parallel when there are several.
+/// for one input index are adjacent. Tiles are packed in parallel when there are several,
+/// straight into the new buffer (no zero fill first).
 fn pack_x(x: &[f32], rows: usize, k: usize, mr: usize) -> Vec<f32> {
-    let mut out = vec![0f32; rows * k];
-    let mut tiles: Vec<&mut [f32]> = out.chunks_mut(mr * k).collect();
-    let pack = |ti: usize, t: &mut &mut [f32]| {
+    let len = rows * k;
+    let mut out = Vec::with_capacity(len);
+    let mut tiles: Vec<&mut [MaybeUninit<f32>]> =
+        out.spare_capacity_mut()[..len].chunks_mut(mr * k).collect();
+    let pack = |ti: usize, t: &mut &mut [MaybeUninit<f32>]| {
         let (r0, r) = (ti * mr, t.len() / k);
         let src = &x[r0 * k..(r0 + r) * k];
         // Written in order; the tile's rows are read side by side.
         for (c, col) in t.chunks_exact_mut(r).enumerate() {
             for (i, v) in col.iter_mut().enumerate() {
-                *v = src[i * k + c];
+                v.write(src[i * k + c]);
             }
         }
     };
@@ -229,6 +275,9 @@ fn pack_x(x: &[f32], rows: usize, k: usize, mr: usize) -> Vec<f32> {
     } else {
         tiles.iter_mut().enumerate().for_each(|(i, t)| pack(i, t));
     }
+    // SAFETY: the tiles cover all `len` values and each tile writes every one of its values
+    // (r rows × k inputs, t.len() = r·k).
+    unsafe { out.set_len(len) };
     out
 }
 
@@ -251,9 +300,20 @@ mod tests {
     }
 
     #[test]
+    fn a_fresh_product_over_no_inputs_is_zeros() {
+        assert_eq!(Panels::pack(&[], 3, 0, false).matmul(&[], 2), vec![0.0; 6]);
+    }
+
+    #[test]
     fn panel_products_match_the_naive_product_for_every_tile_and_block_shape() {
         // n with a partial panel, k over several blocks with a tail, rows over several tiles.
-        for &(rows, k, n) in &[(1, 7, 3), (5, 300, 45), (13, 1030, 70), (30, 64, 33)] {
+        for &(rows, k, n) in &[
+            (1, 7, 3),
+            (5, 300, 45),
+            (13, 1030, 70),
+            (30, 64, 33),
+            (40, 700, 400),
+        ] {
             let x: Vec<f32> = (0..rows * k).map(|i| (i as f32 * 0.37).sin()).collect();
             let w: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.11).cos() / 3.0).collect();
             let y0: Vec<f32> = (0..rows * n).map(|i| i as f32 * 0.01).collect();
@@ -273,6 +333,14 @@ mod tests {
                 p.matmul_add(&x[r * k..(r + 1) * k], 1, &mut y1[r * n..(r + 1) * n]);
             }
             assert_eq!(y, y1, "rows {rows} k {k} n {n}: batch changes the result");
+            // A fresh product (no zero-filled buffer first) gives the bits of adding into zeros.
+            let mut z = vec![0f32; rows * n];
+            p.matmul_add(&x, rows, &mut z);
+            assert_eq!(
+                p.matmul(&x, rows),
+                z,
+                "rows {rows} k {k} n {n}: fresh product"
+            );
             // bf16 panels: the product of the rounded weights.
             let wr: Vec<f32> = w
                 .iter()
@@ -280,6 +348,13 @@ mod tests {
                 .collect();
             let pb = Panels::pack(&w, n, k, true);
             assert_eq!(pb.unpack(), wr);
+            let mut yb = vec![0f32; rows * n];
+            pb.matmul_add(&x, rows, &mut yb);
+            assert_eq!(
+                pb.matmul(&x, rows),
+                yb,
+                "bf16 rows {rows} k {k} n {n}: fresh product"
+            );
             let mut yb = y0.clone();
             pb.matmul_add(&x, rows, &mut yb);
             let want = naive(&x, rows, k, &wr, n, &y0);

@@ -108,37 +108,29 @@ impl Backend for CpuPacked {
         let x = f(x, "linear input")?;
         let bias = bias.map(|b| f(b, "linear bias")).transpose()?;
         super::need("linear input", x.len(), rows * k)?;
-        // The weight as stored: row-major bf16 (a tied lm_head) or panels.
-        enum Stored<'a> {
-            Rows(Weights<'a>),
-            Panels(&'a Panels),
+        if let Some(b) = bias {
+            super::need("linear bias", b.len(), n)?;
         }
+        // The weight as stored: f32 row-major, row-major bf16 (a tied lm_head) or panels.
         let w = match w {
             CpuBuf::F32(w) => return ok(Cpu.linear(x, rows, k, w, n, bias)),
             CpuBuf::Bf16(wb) => {
                 super::need("linear weight", wb.len(), n * k)?;
-                Stored::Rows(Weights::Bf16(wb))
+                Weights::Bf16(wb)
             }
             CpuBuf::Panels(p) => {
                 super::need("linear weight rows", p.n(), n)?;
                 super::need("linear weight columns", p.k(), k)?;
-                Stored::Panels(p)
+                return Ok(CpuBuf::F32(p.matmul(x, rows, bias.map(|b| &b[..n]))));
             }
         };
-        if let (Stored::Panels(p), None) = (&w, bias) {
-            return Ok(CpuBuf::F32(p.matmul(x, rows)));
-        }
         let mut y = vec![0f32; rows * n];
         if let Some(b) = bias {
-            super::need("linear bias", b.len(), n)?;
             for row in y.chunks_exact_mut(n) {
                 row.copy_from_slice(&b[..n]);
             }
         }
-        match w {
-            Stored::Panels(p) => p.matmul_add(x, rows, &mut y),
-            Stored::Rows(w) => cpu_kernels::matmul_add(x, rows, k, w, n, &mut y),
-        }
+        cpu_kernels::matmul_add(x, rows, k, w, n, &mut y);
         Ok(CpuBuf::F32(y))
     }
     fn add_assign(&self, x: &mut CpuBuf, y: &CpuBuf) -> BResult<()> {

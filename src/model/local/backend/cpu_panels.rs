@@ -115,42 +115,45 @@ impl Panels {
             "panel product: short buffers"
         );
         // SAFETY: y holds rows·n initialised values (asserted above).
-        unsafe { self.product(x, rows, y.as_mut_ptr(), threads, false) };
+        unsafe { self.product(x, rows, Out(y.as_mut_ptr()), threads, Start::Existing) };
     }
 
-    /// `x[rows, k] · wᵀ` as a new `[rows, n]`. Not zero-filled first: each thread writes
-    /// zeros into its own columns just before it adds into them, so the buffer is written
-    /// once, in parallel, while it is in cache. Panics if x is shorter than `rows·k`.
-    pub fn matmul(&self, x: &[f32], rows: usize) -> Vec<f32> {
+    /// `x[rows, k] · wᵀ (+ bias)` as a new `[rows, n]`. Not filled first: each thread writes
+    /// zeros or the bias into its own columns just before it adds into them, so the buffer is
+    /// written once, in parallel, while it is in cache. Panics if x is shorter than `rows·k`
+    /// or the bias than n (callers check shapes).
+    pub fn matmul(&self, x: &[f32], rows: usize, bias: Option<&[f32]>) -> Vec<f32> {
         assert!(x.len() >= rows * self.k, "panel product: short input");
+        assert!(
+            bias.is_none_or(|b| b.len() >= self.n),
+            "panel product: short bias"
+        );
         let len = rows * self.n;
         let mut y = Vec::with_capacity(len);
         let threads = threads_for(rows * self.k * self.n);
-        // SAFETY: y has capacity for rows·n values, and `product` with `fresh` writes every
+        // SAFETY: y has capacity for rows·n values, and `product` from `Fresh` writes every
         // one of them (threads' column ranges cover all n columns of every row) before
         // reading any.
         unsafe {
-            self.product(x, rows, y.as_mut_ptr(), threads, true);
+            self.product(x, rows, Out(y.as_mut_ptr()), threads, Start::Fresh(bias));
             y.set_len(len);
         }
         y
     }
 
-    /// `y[rows, n] += x[rows, k] · wᵀ` on at most `threads` threads; with `fresh`, y starts
-    /// uninitialised and each thread first zeroes its own columns.
+    /// `y[rows, n] += x[rows, k] · wᵀ` on at most `threads` threads, y starting from `start`.
     ///
     /// # Safety
-    /// `y` must be valid for `rows·n` writes, and (unless `fresh`) reads; x holds `rows·k`.
-    unsafe fn product(&self, x: &[f32], rows: usize, y: *mut f32, threads: usize, fresh: bool) {
+    /// `y` must be valid for `rows·n` writes, and (for `Existing`) reads; x holds `rows·k`,
+    /// a bias n values.
+    unsafe fn product(&self, x: &[f32], rows: usize, y: Out, threads: usize, start: Start<'_>) {
         let (n, k, nr) = (self.n, self.k, self.nr);
         if rows == 0 || n == 0 {
             return;
         }
         if k == 0 {
-            if fresh {
-                // SAFETY: valid for rows·n writes (the caller's contract).
-                unsafe { std::ptr::write_bytes(y, 0, rows * n) };
-            }
+            // SAFETY: all of y's rows·n values (the caller's contract).
+            unsafe { start.fill(y, rows, n, 0..n) };
             return;
         }
         let kern = kernel();
@@ -166,15 +169,9 @@ impl Panels {
         let panels = n.div_ceil(nr);
         let threads = threads.min(panels).max(1);
         let per = panels.div_ceil(threads);
-        let y = Out(y);
         let work = |p0: usize, p1: usize| {
-            if fresh {
-                let (c0, c1) = (p0 * nr, (p1 * nr).min(n));
-                for r in 0..rows {
-                    // SAFETY: this thread's columns of row r, inside y's rows·n values.
-                    unsafe { std::ptr::write_bytes(y.at(r * n + c0), 0, c1 - c0) };
-                }
-            }
+            // SAFETY: this thread's columns, inside y's rows·n values.
+            unsafe { start.fill(y, rows, n, p0 * nr..(p1 * nr).min(n)) };
             let kc = (BLOCK_BYTES / 4 / nr).min(k);
             // bf16 prefill widens one block at a time into this buffer.
             let mut block = match &self.values {
@@ -235,6 +232,38 @@ impl Panels {
                 work(p0, p1);
             }
         });
+    }
+}
+
+/// Where a product starts: y's own values, or a new buffer that the product fills first
+/// (zeros, or the bias in every row).
+#[derive(Clone, Copy)]
+enum Start<'a> {
+    Existing,
+    Fresh(Option<&'a [f32]>),
+}
+
+impl Start<'_> {
+    /// Write the start values of columns `cols` of every row of a fresh y (nothing for
+    /// `Existing`).
+    ///
+    /// # Safety
+    /// `y` must be valid for writes to those columns of `rows` rows `n` apart; a bias holds
+    /// at least `cols.end` values.
+    unsafe fn fill(self, y: Out, rows: usize, n: usize, cols: std::ops::Range<usize>) {
+        let Start::Fresh(bias) = self else { return };
+        for r in 0..rows {
+            let dst = y.at(r * n + cols.start);
+            // SAFETY: per the caller.
+            unsafe {
+                match bias {
+                    Some(b) => {
+                        std::ptr::copy_nonoverlapping(b[cols.clone()].as_ptr(), dst, cols.len())
+                    }
+                    None => std::ptr::write_bytes(dst, 0, cols.len()),
+                }
+            }
+        }
     }
 }
 
@@ -301,7 +330,10 @@ mod tests {
 
     #[test]
     fn a_fresh_product_over_no_inputs_is_zeros() {
-        assert_eq!(Panels::pack(&[], 3, 0, false).matmul(&[], 2), vec![0.0; 6]);
+        assert_eq!(
+            Panels::pack(&[], 3, 0, false).matmul(&[], 2, None),
+            vec![0.0; 6]
+        );
     }
 
     #[test]
@@ -337,9 +369,18 @@ mod tests {
             let mut z = vec![0f32; rows * n];
             p.matmul_add(&x, rows, &mut z);
             assert_eq!(
-                p.matmul(&x, rows),
+                p.matmul(&x, rows, None),
                 z,
                 "rows {rows} k {k} n {n}: fresh product"
+            );
+            // ... and with a bias, the bits of adding into rows of the bias.
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.5 - 1.0).collect();
+            let mut yb0: Vec<f32> = (0..rows).flat_map(|_| bias.iter().copied()).collect();
+            p.matmul_add(&x, rows, &mut yb0);
+            assert_eq!(
+                p.matmul(&x, rows, Some(&bias)),
+                yb0,
+                "rows {rows} k {k} n {n}: fresh product with a bias"
             );
             // bf16 panels: the product of the rounded weights.
             let wr: Vec<f32> = w
@@ -351,7 +392,7 @@ mod tests {
             let mut yb = vec![0f32; rows * n];
             pb.matmul_add(&x, rows, &mut yb);
             assert_eq!(
-                pb.matmul(&x, rows),
+                pb.matmul(&x, rows, None),
                 yb,
                 "bf16 rows {rows} k {k} n {n}: fresh product"
             );

@@ -5,18 +5,49 @@
 //! the f32 reference backend's code (`cpu.rs`). Products multiply bf16 weights by f32
 //! activations with f32 accumulation (the CUDA backend also rounds activations to bf16; this
 //! one does not).
+//!
+//! In f32, a matrix whose values are all bf16 values (every matrix of a bf16 checkpoint, as
+//! Qwen publishes and trainers save) is held as bf16 too: widening is exact and the products
+//! run the same chains of fused multiply-adds, so the results are the same bits as holding
+//! it in f32, with half the memory and half the bytes read per decoded token.
 
 use super::cpu::Cpu;
 use super::cpu_kernels::{self, bf16_to_f32, Weights};
 use super::cpu_panels::Panels;
 use super::{AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::LocalError;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// The CPU backend with packed linear weights, storing matrices in f32 or (`bf16`) bfloat16.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct CpuPacked {
-    /// Store linear weights and the embedding table as bfloat16.
-    pub bf16: bool,
+    /// Store linear weights and the embedding table as bfloat16 (rounding them).
+    bf16: bool,
+    /// Values of the matrices held in f32 so far (shared by clones): none when every matrix
+    /// was held as bf16.
+    f32_values: Arc<AtomicUsize>,
+}
+
+impl CpuPacked {
+    /// The backend for `--dtype bf16` (`bf16`, weights rounded) or f32 (weights kept exactly;
+    /// bf16-valued matrices held as bf16).
+    pub fn new(bf16: bool) -> CpuPacked {
+        CpuPacked {
+            bf16,
+            f32_values: Arc::default(),
+        }
+    }
+
+    /// Whether to hold `data` as bf16: always with `--dtype bf16`; in f32 when every value is
+    /// a bf16 value (its low 16 bits are zero), so nothing is rounded.
+    fn holds_bf16(&self, data: &[f32]) -> bool {
+        let exact = self.bf16 || data.iter().all(|v| v.to_bits() & 0xffff == 0);
+        if !exact {
+            self.f32_values.fetch_add(data.len(), Ordering::Relaxed);
+        }
+        exact
+    }
 }
 
 /// A buffer of the packed CPU backend.
@@ -59,7 +90,8 @@ impl Backend for CpuPacked {
         "cpu"
     }
     fn weight_bytes_per_value(&self) -> usize {
-        if self.bf16 {
+        // 2 when every matrix loaded so far is held as bf16.
+        if self.f32_values.load(Ordering::Relaxed) == 0 {
             2
         } else {
             4
@@ -69,7 +101,7 @@ impl Backend for CpuPacked {
         Ok(CpuBuf::F32(data))
     }
     fn matrix(&self, data: Vec<f32>) -> BResult<CpuBuf> {
-        if !self.bf16 {
+        if !self.holds_bf16(&data) {
             return Ok(CpuBuf::F32(data));
         }
         Ok(CpuBuf::Bf16(
@@ -80,7 +112,8 @@ impl Backend for CpuPacked {
     }
     fn linear_weight(&self, data: Vec<f32>, n: usize, k: usize) -> BResult<CpuBuf> {
         super::need("linear weight", data.len(), n * k)?;
-        Ok(CpuBuf::Panels(Panels::pack(&data, n, k, self.bf16)))
+        let bf16 = self.holds_bf16(&data);
+        Ok(CpuBuf::Panels(Panels::pack(&data, n, k, bf16)))
     }
     fn upload(&self, data: &[f32]) -> BResult<CpuBuf> {
         Ok(CpuBuf::F32(data.to_vec()))
@@ -338,8 +371,71 @@ mod tests {
     use super::*;
 
     #[test]
+    fn f32_holds_bf16_valued_matrices_as_bf16_with_the_same_bits() {
+        // A bf16 checkpoint run in f32: the matrices are held as bf16 (half the bytes) and
+        // every product gives the bits of holding them in f32, for decode and prefill row
+        // counts (tile tails, the gemv/gemm switch of row-major matrices), several blocks of
+        // k, and with a bias.
+        let (k, n) = (1030, 70);
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| half::bf16::from_f32((i as f32 * 0.11).cos() / 3.0).to_f32())
+            .collect();
+        let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.25 - 2.0).collect();
+        let be = CpuPacked::new(false);
+        let panels = be.linear_weight(w.clone(), n, k).unwrap();
+        let table = be.matrix(w.clone()).unwrap();
+        assert!(matches!(&panels, CpuBuf::Panels(p) if p.unpack() == w));
+        assert!(matches!(&table, CpuBuf::Bf16(_)));
+        assert_eq!(be.weight_bytes_per_value(), 2);
+        let f32_panels = CpuBuf::Panels(Panels::pack(&w, n, k, false));
+        let f32_table = CpuBuf::F32(w.clone());
+        for rows in [1, 2, 3, 5, 8, 9, 12, 13, 16, 17, 30, 41] {
+            let x = be
+                .upload(
+                    &(0..rows * k)
+                        .map(|i| (i as f32 * 0.37).sin())
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap();
+            let b = be.upload(&bias).unwrap();
+            for (held, f32_held, what) in [
+                (&panels, &f32_panels, "panels"),
+                (&table, &f32_table, "row-major"),
+            ] {
+                for bias in [None, Some(&b)] {
+                    let got = be.linear(&x, rows, k, held, n, bias).unwrap();
+                    let want = be.linear(&x, rows, k, f32_held, n, bias).unwrap();
+                    let (got, want) = (be.download(&got).unwrap(), be.download(&want).unwrap());
+                    assert!(
+                        got.iter()
+                            .zip(&want)
+                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{what}, rows {rows}, bias {}: the bits differ",
+                        bias.is_some()
+                    );
+                }
+            }
+        }
+        let ids = [3, 0, 69];
+        assert_eq!(
+            be.download(&be.gather_rows(&table, k, &ids).unwrap())
+                .unwrap(),
+            be.download(&be.gather_rows(&f32_table, k, &ids).unwrap())
+                .unwrap()
+        );
+        // One value that is not a bf16 value keeps the matrix in f32, unrounded.
+        let mut w2 = w;
+        w2[7] = f32::from_bits(w2[7].to_bits() | 1);
+        assert!(matches!(be.matrix(w2.clone()).unwrap(), CpuBuf::F32(v) if v == w2));
+        assert!(
+            matches!(be.linear_weight(w2.clone(), n, k).unwrap(), CpuBuf::Panels(p) if p.unpack() == w2)
+        );
+        assert_eq!(be.weight_bytes_per_value(), 4);
+    }
+
+    #[test]
     fn bf16_matrices_round_once_and_everything_else_stays_f32() {
-        let be = CpuPacked { bf16: true };
+        let be = CpuPacked::new(true);
         let (rows, k, n) = (3, 16, 5);
         let x: Vec<f32> = (0..rows * k).map(|i| (i as f32 * 0.37).sin()).collect();
         let w: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.11).cos() / 3.0).collect();

@@ -5,15 +5,21 @@ Builds Qwen2-VL-2B-shaped (--family qwen2vl) or Qwen3.5-0.8B-shaped (--family qw
 with random initialisation (speed does not depend on the values, and nothing is downloaded),
 optionally saves them for the Rust bench, then measures on the GPU in bf16, or on the CPU in f32
 (--tiny: tiny shapes, for a smoke test):
-  - device copy bandwidth (read + write of a 2 GiB buffer), the practical roofline;
+  - device copy bandwidth (read + write of a 2 GiB buffer), the practical roofline; on the
+    CPU the read bandwidth (a sum over 1 GiB), since decode reads weights and writes little;
   - time to first token: one forward over 20 text ids, one frame's image tokens, 30 text ids;
   - decode tokens/s of `generate` (greedy, fixed length) at each batch size, timed from the
     first generated token to the last (per-token stopping-criteria calls), so no prefill time
     is estimated and subtracted.
 Prints one JSON object (also written to --json).
 
+With --bf16-weights the random weights are rounded to bfloat16 first (saved as a bf16
+checkpoint, as Qwen publishes and trainers save) and, on the CPU, still measured in f32: what
+`from_pretrained(..., dtype=torch.float32)` does with a real checkpoint.
+
 Usage: scripts/hf_baseline.py [--family qwen2vl|qwen35] [--tiny] [--save DIR] [--new 128]
                               [--frame 64] [--batch 1,16] [--threads N] [--device cpu|cuda]
+                              [--bf16-weights]
 """
 import argparse
 import json
@@ -120,6 +126,8 @@ def main() -> None:
     ap.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
     ap.add_argument("--threads", type=int, help="CPU threads (torch.set_num_threads)")
     ap.add_argument("--save", help="save the random weights here (for vlm-eval bench local)")
+    ap.add_argument("--bf16-weights", action="store_true",
+                    help="round the weights to bf16 (saved as bf16); compute in the usual dtype")
     ap.add_argument("--new", type=int, default=128, help="decoded tokens per sequence")
     ap.add_argument("--frame", type=int, default=64, help="frame side in pixels")
     ap.add_argument("--batch", default="1,16", help="decode batch sizes")
@@ -140,17 +148,23 @@ def main() -> None:
     torch.manual_seed(0)
     t = time.time()
     with torch.device(dev):
-        model = cls(cfg).to(dtype).eval()
+        model = cls(cfg).eval()
+    init_s = round(time.time() - t, 2)
+    t = time.time()
+    model = model.to(torch.bfloat16 if a.bf16_weights else dtype)
+    if a.save:
+        model.save_pretrained(a.save)
+    save_s = round(time.time() - t, 2)
+    model = model.to(dtype)
     out = {"family": a.family, "threads": torch.get_num_threads(),
            "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
            "dtype": str(dtype).removeprefix("torch."),
+           "weights": "bf16" if a.bf16_weights else str(dtype).removeprefix("torch."),
            "params": sum(p.numel() for p in model.parameters()),
-           "init_s": round(time.time() - t, 2),
+           "init_s": init_s,
            "torch": torch.__version__}
     if a.save:
-        t = time.time()
-        model.save_pretrained(a.save)
-        out["save_s"] = round(time.time() - t, 2)
+        out["save_s"] = save_s
 
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     if dev == "cuda":
@@ -165,6 +179,18 @@ def main() -> None:
         sync()
         out["copy_gb_per_s"] = round(20 * 2 * x.numel() / (time.time() - t) / 1e9, 1)
         del x, y
+    else:
+        # Decode on the CPU reads weights and writes almost nothing: the roofline is the read
+        # bandwidth of all threads (a sum over 1 GiB, best of 7).
+        x = torch.ones(1 << 28)
+        x.sum()
+        best = math.inf
+        for _ in range(7):
+            t = time.time()
+            x.sum()
+            best = min(best, time.time() - t)
+        out["read_gb_per_s"] = round(4 * x.numel() / best / 1e9, 1)
+        del x
 
     # The processor's resize of a square frame: Qwen2-VL patch 14 (factor 28, min 56²
     # pixels), Qwen3.5 patch 16 (factor 32, min 65,536 pixels: a 64 px frame becomes 256 px).

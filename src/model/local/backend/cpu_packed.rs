@@ -39,9 +39,10 @@ impl CpuPacked {
         }
     }
 
-    /// Whether to hold `data` as bf16: always with `--dtype bf16`; in f32 when every value is
-    /// a bf16 value (its low 16 bits are zero), so nothing is rounded.
-    fn holds_bf16(&self, data: &[f32]) -> bool {
+    /// Decide how to hold a matrix being loaded: as bf16 always with `--dtype bf16`, and in
+    /// f32 when every value is a bf16 value (its low 16 bits are zero), so nothing is rounded.
+    /// A matrix kept in f32 is counted, for [`Backend::weight_bytes_per_value`].
+    fn hold_as_bf16(&self, data: &[f32]) -> bool {
         let exact = self.bf16 || data.iter().all(|v| v.to_bits() & 0xffff == 0);
         if !exact {
             self.f32_values.fetch_add(data.len(), Ordering::Relaxed);
@@ -101,7 +102,7 @@ impl Backend for CpuPacked {
         Ok(CpuBuf::F32(data))
     }
     fn matrix(&self, data: Vec<f32>) -> BResult<CpuBuf> {
-        if !self.holds_bf16(&data) {
+        if !self.hold_as_bf16(&data) {
             return Ok(CpuBuf::F32(data));
         }
         Ok(CpuBuf::Bf16(
@@ -112,7 +113,7 @@ impl Backend for CpuPacked {
     }
     fn linear_weight(&self, data: Vec<f32>, n: usize, k: usize) -> BResult<CpuBuf> {
         super::need("linear weight", data.len(), n * k)?;
-        let bf16 = self.holds_bf16(&data);
+        let bf16 = self.hold_as_bf16(&data);
         Ok(CpuBuf::Panels(Panels::pack(&data, n, k, bf16)))
     }
     fn upload(&self, data: &[f32]) -> BResult<CpuBuf> {

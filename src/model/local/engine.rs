@@ -114,6 +114,23 @@ impl<B: Backend> Sequence<B> {
     }
 }
 
+/// The products run while it lives compute prompt rows ([`Backend::set_prompt`]); decode
+/// steps again once it is dropped.
+struct PromptPhase<'a, B: Backend>(&'a B);
+
+impl<'a, B: Backend> PromptPhase<'a, B> {
+    fn new(be: &'a B) -> Self {
+        be.set_prompt(true);
+        PromptPhase(be)
+    }
+}
+
+impl<B: Backend> Drop for PromptPhase<'_, B> {
+    fn drop(&mut self) {
+        self.0.set_prompt(false);
+    }
+}
+
 impl<B: Backend> Engine<B> {
     /// Load a checkpoint folder onto a backend.
     pub fn load(dir: &Path, be: B) -> Result<Engine<B>, LocalError> {
@@ -221,6 +238,7 @@ impl<B: Backend> Engine<B> {
 
     /// Merged image embeddings `[Σ tokens, hidden]` (host copy).
     pub fn image_embeds(&self, images: &[&ImageInput]) -> Result<Vec<f32>, LocalError> {
+        let _prompt = PromptPhase::new(&self.be);
         let e = self.model.vision(&self.be, images)?;
         self.be.download(&e)
     }
@@ -281,6 +299,7 @@ impl<B: Backend> Engine<B> {
 
     /// Prefill logits for every prompt row `[S, vocab]` (a fresh cache; for checks).
     pub fn prefill_logits(&self, prompt: &Prompt) -> Result<Vec<f32>, LocalError> {
+        let _prompt = PromptPhase::new(&self.be);
         let (x, mut pos, _) = self.prompt_rows(&[prompt])?;
         let mut cache = self.model.new_cache(&self.be, prompt.ids.len())?;
         let mut chunk = [SeqChunk {
@@ -294,14 +313,18 @@ impl<B: Backend> Engine<B> {
     /// Logits `[vocab]` of one decode step with the cache: prefill `prompt`, then feed `token`
     /// (for checks against a reference's cached decode step).
     pub fn decode_step_logits(&self, prompt: &Prompt, token: u32) -> Result<Vec<f32>, LocalError> {
-        let (x, mut pos, next) = self.prompt_rows(&[prompt])?;
         let mut cache = self.model.new_cache(&self.be, prompt.ids.len() + 1)?;
-        let mut chunk = [SeqChunk {
-            cache: &mut cache,
-            positions: pos.remove(0),
-            all_logits: false,
-        }];
-        self.model.forward(&self.be, x, &mut chunk)?;
+        let next = {
+            let _prompt = PromptPhase::new(&self.be);
+            let (x, mut pos, next) = self.prompt_rows(&[prompt])?;
+            let mut chunk = [SeqChunk {
+                cache: &mut cache,
+                positions: pos.remove(0),
+                all_logits: false,
+            }];
+            self.model.forward(&self.be, x, &mut chunk)?;
+            next
+        };
         let x = self.model.embed(&self.be, &[token])?;
         let p = next[0];
         let mut chunk = [SeqChunk {
@@ -338,6 +361,7 @@ impl<B: Backend> Engine<B> {
             return Ok(());
         }
         let prompts: Vec<&Prompt> = todo.iter().map(|s| &s.prompt).collect();
+        let _prompt = PromptPhase::new(&self.be);
         let (x, positions, next) = self.prompt_rows(&prompts)?;
         let logits = {
             let mut chunks: Vec<SeqChunk<'_, B>> = todo

@@ -13,7 +13,7 @@
 
 use super::cpu::Cpu;
 use super::cpu_kernels::{self, bf16_to_f32, Weights};
-use super::cpu_panels::Panels;
+use super::cpu_panels::{Panels, Phase};
 use super::{AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::LocalError;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,6 +49,12 @@ impl CpuPacked {
         }
         exact
     }
+}
+
+thread_local! {
+    /// The phase of this thread's products ([`Backend::set_prompt`]): a thread-local, so
+    /// engines on other threads (and clones of a backend) do not see it.
+    static PHASE: std::cell::Cell<Phase> = const { std::cell::Cell::new(Phase::Decode) };
 }
 
 /// A buffer of the packed CPU backend.
@@ -116,6 +122,9 @@ impl Backend for CpuPacked {
         let bf16 = self.hold_as_bf16(&data);
         Ok(CpuBuf::Panels(Panels::pack(&data, n, k, bf16)))
     }
+    fn set_prompt(&self, on: bool) {
+        PHASE.set(if on { Phase::Prompt } else { Phase::Decode });
+    }
     fn upload(&self, data: &[f32]) -> BResult<CpuBuf> {
         Ok(CpuBuf::F32(data.to_vec()))
     }
@@ -155,7 +164,8 @@ impl Backend for CpuPacked {
             CpuBuf::Panels(p) => {
                 super::need("linear weight rows", p.n(), n)?;
                 super::need("linear weight columns", p.k(), k)?;
-                return Ok(CpuBuf::F32(p.matmul(x, rows, bias.map(|b| &b[..n]))));
+                let y = p.matmul_in(x, rows, bias.map(|b| &b[..n]), PHASE.get());
+                return Ok(CpuBuf::F32(y));
             }
         };
         let mut y = vec![0f32; rows * n];

@@ -21,6 +21,8 @@
 //! layout: decode widens them in registers, prefill widens each block once into a per-thread
 //! f32 buffer that every row tile then reads.
 
+#[cfg(target_arch = "x86_64")]
+use super::cpu_amx;
 use super::cpu_kernels::{bf16_to_f32, threads_for};
 use super::cpu_pool;
 use super::cpu_tile::{kernel, tile, widen, Tile, WBlock};
@@ -108,6 +110,26 @@ impl Panels {
         self.matmul_add_on(x, rows, y, threads_for(rows * self.k * self.n));
     }
 
+    /// [`Panels::matmul_add`] for `phase`'s rows.
+    pub fn matmul_add_in(&self, x: &[f32], rows: usize, y: &mut [f32], phase: Phase) {
+        assert!(
+            x.len() >= rows * self.k && y.len() >= rows * self.n,
+            "panel product: short buffers"
+        );
+        let threads = threads_for(rows * self.k * self.n);
+        // SAFETY: y holds rows·n initialised values (asserted above).
+        unsafe {
+            self.product(
+                x,
+                rows,
+                Out(y.as_mut_ptr()),
+                threads,
+                Start::Existing,
+                phase,
+            )
+        };
+    }
+
     /// [`Panels::matmul_add`] on at most `threads` threads.
     pub fn matmul_add_on(&self, x: &[f32], rows: usize, y: &mut [f32], threads: usize) {
         assert!(
@@ -115,7 +137,16 @@ impl Panels {
             "panel product: short buffers"
         );
         // SAFETY: y holds rows·n initialised values (asserted above).
-        unsafe { self.product(x, rows, Out(y.as_mut_ptr()), threads, Start::Existing) };
+        unsafe {
+            self.product(
+                x,
+                rows,
+                Out(y.as_mut_ptr()),
+                threads,
+                Start::Existing,
+                Phase::Decode,
+            )
+        };
     }
 
     /// `x[rows, k] · wᵀ (+ bias)` as a new `[rows, n]`. Not filled first: each thread writes
@@ -123,6 +154,17 @@ impl Panels {
     /// written once, in parallel, while it is in cache. Panics if x is shorter than `rows·k`
     /// or the bias than n (callers check shapes).
     pub fn matmul(&self, x: &[f32], rows: usize, bias: Option<&[f32]>) -> Vec<f32> {
+        self.matmul_in(x, rows, bias, Phase::Decode)
+    }
+
+    /// [`Panels::matmul`] for `phase`'s rows.
+    pub fn matmul_in(
+        &self,
+        x: &[f32],
+        rows: usize,
+        bias: Option<&[f32]>,
+        phase: Phase,
+    ) -> Vec<f32> {
         assert!(x.len() >= rows * self.k, "panel product: short input");
         assert!(
             bias.is_none_or(|b| b.len() >= self.n),
@@ -135,7 +177,14 @@ impl Panels {
         // one of them (threads' column ranges cover all n columns of every row) before
         // reading any.
         unsafe {
-            self.product(x, rows, Out(y.as_mut_ptr()), threads, Start::Fresh(bias));
+            self.product(
+                x,
+                rows,
+                Out(y.as_mut_ptr()),
+                threads,
+                Start::Fresh(bias),
+                phase,
+            );
             y.set_len(len);
         }
         y
@@ -146,7 +195,15 @@ impl Panels {
     /// # Safety
     /// `y` must be valid for `rows·n` writes, and (for `Existing`) reads; x holds `rows·k`,
     /// a bias n values.
-    unsafe fn product(&self, x: &[f32], rows: usize, y: Out, threads: usize, start: Start<'_>) {
+    unsafe fn product(
+        &self,
+        x: &[f32],
+        rows: usize,
+        y: Out,
+        threads: usize,
+        start: Start<'_>,
+        phase: Phase,
+    ) {
         let (n, k, nr) = (self.n, self.k, self.nr);
         if rows == 0 || n == 0 {
             return;
@@ -158,6 +215,20 @@ impl Panels {
         }
         let kern = kernel();
         assert_eq!(kern.nr(), nr, "panels packed for another kernel");
+        #[cfg(target_arch = "x86_64")]
+        if let (Phase::Prompt, PanelValues::Bf16(w)) = (phase, &self.values) {
+            if nr == 32 && cpu_amx::available() {
+                // SAFETY: the thread owning panels p0..p1 writes their columns (the caller's
+                // contract on y).
+                let fill = |p0: usize, p1: usize| unsafe {
+                    start.fill(y, rows, n, p0 * nr..(p1 * nr).min(n))
+                };
+                // SAFETY: AMX is available; y per the caller's contract; the panels hold
+                // ⌈n/32⌉·32·k values and x rows·k (asserted by the public callers).
+                unsafe { cpu_amx::product(x, rows, k, w, n, cpu_amx::Out(y.0), threads, &fill) };
+                return;
+            }
+        }
         // Few rows (decode) take two panels per tile, in tiles of even size: two weight
         // streams in flight rather than one.
         let (group, mr) = if rows <= FEW_ROWS && kern.mr_wide() > 0 {
@@ -233,6 +304,17 @@ impl Panels {
             }
         });
     }
+}
+
+/// Which rows a product computes: decode steps run the FMA chains (`cpu_tile.rs`); prompts
+/// over bf16 panels run AMX's products where the CPU has AMX-BF16 (`cpu_amx.rs`), else the
+/// FMA chains too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Decode steps (and every product of the attention kernels).
+    Decode,
+    /// Prompt rows (prefill and the vision tower).
+    Prompt,
 }
 
 /// Where a product starts: y's own values, or a new buffer that the product fills first
@@ -404,6 +486,62 @@ mod tests {
                 d < 1e-4 * (k as f32).sqrt(),
                 "bf16 rows {rows} k {k} n {n}: max |Δ| {d}"
             );
+        }
+    }
+
+    #[test]
+    fn prompt_products_are_as_accurate_as_the_fma_chains_and_do_not_depend_on_the_batch() {
+        // Where the CPU has AMX, prompt rows over bf16 panels run AMX's products (cpu_amx.rs);
+        // f32 panels, and CPUs without AMX, run the FMA chains. Shapes: partial row tiles and
+        // panels, k over several weight blocks with a tail, a bias.
+        if !cfg!(target_arch = "x86_64") || !super::super::cpu_amx::available() {
+            println!("no AMX-BF16 here: prompt products run the FMA chains");
+        }
+        for &(rows, k, n) in &[(1, 7, 3), (17, 300, 45), (40, 1030, 70), (64, 64, 64)] {
+            let x: Vec<f32> = (0..rows * k).map(|i| (i as f32 * 0.37).sin()).collect();
+            let w: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.11).cos() / 3.0).collect();
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.5 - 1.0).collect();
+            let rows_of_bias: Vec<f32> = (0..rows).flat_map(|_| bias.iter().copied()).collect();
+            // f32 panels: the FMA chains, prompt or not.
+            let p = Panels::pack(&w, n, k, false);
+            assert_eq!(
+                p.matmul_in(&x, rows, Some(&bias), Phase::Prompt),
+                p.matmul(&x, rows, Some(&bias)),
+                "f32 rows {rows} k {k} n {n}"
+            );
+            // bf16 panels: within twice the FMA chains' error against the exact product of
+            // the rounded weights (or f32's rounding of the result, for small k).
+            let wr: Vec<f32> = w
+                .iter()
+                .map(|&v| half::bf16::from_f32(v).to_f32())
+                .collect();
+            let want = naive(&x, rows, k, &wr, n, &rows_of_bias);
+            let pb = Panels::pack(&w, n, k, true);
+            let prompt = pb.matmul_in(&x, rows, Some(&bias), Phase::Prompt);
+            let d_fma = max_diff(&pb.matmul(&x, rows, Some(&bias)), &want);
+            let d_prompt = max_diff(&prompt, &want);
+            let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert!(
+                d_prompt <= (2.0 * d_fma).max(scale * f32::EPSILON * 2.0),
+                "rows {rows} k {k} n {n}: prompt max |Δ| {d_prompt}, FMA chains {d_fma}"
+            );
+            // Adding into y gives the bits of a fresh product from the bias.
+            let mut y = rows_of_bias.clone();
+            pb.matmul_add_in(&x, rows, &mut y, Phase::Prompt);
+            assert_eq!(y, prompt, "rows {rows} k {k} n {n}: add into y");
+            // Each row alone, and the rows in another split, give the same bits.
+            for r in [0, rows / 2, rows - 1] {
+                let one = pb.matmul_in(&x[r * k..(r + 1) * k], 1, Some(&bias), Phase::Prompt);
+                assert_eq!(
+                    one,
+                    prompt[r * n..(r + 1) * n],
+                    "rows {rows} k {k} n {n}: row {r}"
+                );
+            }
+            let h = rows / 3;
+            let mut parts = pb.matmul_in(&x[..h * k], h, Some(&bias), Phase::Prompt);
+            parts.extend(pb.matmul_in(&x[h * k..], rows - h, Some(&bias), Phase::Prompt));
+            assert_eq!(parts, prompt, "rows {rows} k {k} n {n}: split batch");
         }
     }
 }

@@ -4,6 +4,7 @@
 //! Every buffer is a row-major matrix whose shape the caller tracks; ops take the dimensions.
 
 pub mod cpu;
+mod cpu_amx;
 pub mod cpu_attn;
 #[cfg(target_arch = "x86_64")]
 pub mod cpu_gemv;
@@ -53,6 +54,14 @@ pub trait Backend: Send + Sync + 'static {
     fn download(&self, x: &Self::Buf) -> BResult<Vec<f32>>;
     /// A zero-filled buffer of `n` values.
     fn zeros(&self, n: usize) -> BResult<Self::Buf>;
+
+    /// Whether the products this thread runs next compute prompt rows (prefill and the vision
+    /// tower: `true`) or decode steps (`false`, the start), so that a backend may run each
+    /// on its own kernels: the packed CPU backend runs prompts on AMX where the CPU has it.
+    /// Within a phase a row's results must not depend on its batch. Default: nothing changes.
+    fn set_prompt(&self, on: bool) {
+        let _ = on;
+    }
 
     /// `y[rows, n] = x[rows, k] · w[n, k]ᵀ (+ bias[n])` (an `nn.Linear`).
     fn linear(

@@ -7,9 +7,13 @@
 //! one does not).
 //!
 //! In f32, a matrix whose values are all bf16 values (every matrix of a bf16 checkpoint, as
-//! Qwen publishes and trainers save) is held as bf16 too: widening is exact and the products
-//! run the same chains of fused multiply-adds, so the results are the same bits as holding
-//! it in f32, with half the memory and half the bytes read per decoded token.
+//! Qwen publishes and trainers save) is held as bf16 too: widening is exact and decode runs
+//! the same chains of fused multiply-adds, so decode steps are the same bits as holding it in
+//! f32, with half the memory and half the bytes read per decoded token.
+//!
+//! Prompt rows (the engine marks them through [`Backend::set_prompt`]) over bf16-held weights
+//! run on AMX where the CPU has AMX-BF16 (`cpu_amx.rs`): exact products, f32 sums, not the
+//! FMA chains' bits.
 
 use super::cpu::Cpu;
 use super::cpu_kernels::{self, bf16_to_f32, Weights};

@@ -98,6 +98,13 @@ fn bench_and_check(dir: &Path, json: &Path, extra: &[&str]) -> Value {
     assert_eq!(r["device"], "cpu");
     assert_eq!(r["dtype"], "f32");
     assert_eq!(r["backend"], "cpu");
+    // The kernels it ran, in the JSON and on the header line.
+    let kernels = r["kernels"].as_str().unwrap_or_default();
+    assert!(kernels.contains("panels"), "kernels: {kernels:?}");
+    assert!(
+        stdout.contains(&format!("backend cpu: {kernels}")),
+        "{stdout}"
+    );
     // 4 bytes per f32 value times the parameters in the file.
     let bytes = r["weight_bytes_per_token"].as_u64().unwrap();
     assert_eq!(bytes, 4 * decoder_params_from_header(&fixture()));

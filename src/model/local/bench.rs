@@ -81,6 +81,8 @@ pub struct LocalBenchReport {
     pub model_dir: String,
     /// Backend name reported by the backend.
     pub backend: String,
+    /// The kernels the backend runs on this machine (`Backend::kernels`).
+    pub kernels: String,
     /// Whether the folder had no tokenizer.json (token ids only).
     pub ids_only: bool,
     /// Decoder weight bytes read per decode step.
@@ -272,6 +274,7 @@ pub fn bench_local<B: Backend>(
         dtype: opts.dtype.name().into(),
         model_dir: engine.dir.display().to_string(),
         backend: engine.be.name().into(),
+        kernels: engine.be.kernels(),
         ids_only: !engine.tok.has_text(),
         weight_bytes_per_token: bytes as u64,
         frame_px: opts.frame,
@@ -290,11 +293,12 @@ impl std::fmt::Display for LocalBenchReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{} on {} ({}, backend {}){}",
+            "{} on {} ({}, backend {}: {}){}",
             self.model_dir,
             self.device,
             self.dtype,
             self.backend,
+            self.kernels,
             if self.ids_only { ", ids only" } else { "" }
         )?;
         writeln!(

@@ -126,6 +126,21 @@ impl Backend for CpuPacked {
         let bf16 = self.hold_as_bf16(&data);
         Ok(CpuBuf::Panels(Panels::pack(&data, n, k, bf16)))
     }
+    fn kernels(&self) -> String {
+        #[cfg(target_arch = "x86_64")]
+        let fma = match super::cpu_gemv::isa() {
+            Some(super::cpu_gemv::Isa::Avx512) => "AVX-512F",
+            Some(super::cpu_gemv::Isa::Avx2Fma) => "AVX2 + FMA",
+            None => "portable",
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let fma = "portable";
+        if super::cpu_amx::available() {
+            format!("{fma} panels; prompts over bf16 weights on AMX-BF16")
+        } else {
+            format!("{fma} panels")
+        }
+    }
     fn set_prompt(&self, on: bool) {
         PHASE.set(if on { Phase::Prompt } else { Phase::Decode });
     }

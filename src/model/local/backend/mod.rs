@@ -55,6 +55,10 @@ pub trait Backend: Send + Sync + 'static {
     /// A zero-filled buffer of `n` values.
     fn zeros(&self, n: usize) -> BResult<Self::Buf>;
 
+    /// The kernels this backend runs on this machine, for reports (default: its name).
+    fn kernels(&self) -> String {
+        self.name().to_string()
+    }
     /// Whether the products this thread runs next compute prompt rows (prefill and the vision
     /// tower: `true`) or decode steps (`false`, the start), so that a backend may run each
     /// on its own kernels: the packed CPU backend runs prompts on AMX where the CPU has it.

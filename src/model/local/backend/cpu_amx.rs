@@ -21,41 +21,40 @@
 //! products) measured 1.2–1.3× faster per product but no faster end to end
 //! (docs/BENCHMARKS.md).
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(super) use imp::{available, product, Out};
 
-/// Rows of one AMX tile; the kernel covers two (32 rows) per pass.
-pub(super) const TILE_ROWS: usize = 16;
-/// Inputs of one AMX step (32 bf16 per tile row).
-pub(super) const STEP: usize = 32;
-
-/// Whether this CPU runs AMX prompt products (no AMX outside x86-64).
-#[cfg(not(target_arch = "x86_64"))]
+/// Whether this CPU runs AMX prompt products (AMX is used only on Linux on x86-64).
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 pub(super) fn available() -> bool {
     false
 }
 
-/// `hi`, `mid`, `lo` bf16 parts (as f32 bit patterns, low 16 bits zero) of `v`, rounded to
-/// nearest: `v = hi + mid + lo` exactly for normal values.
-#[inline(always)]
-pub(super) fn split_nearest(v: f32) -> [u32; 3] {
-    #[inline(always)]
-    fn rne(b: u32) -> u32 {
-        b.wrapping_add(0x7fff + ((b >> 16) & 1)) & 0xffff_0000
-    }
-    let hi = rne(v.to_bits());
-    let r1 = v - f32::from_bits(hi);
-    let mid = rne(r1.to_bits());
-    let lo = rne((r1 - f32::from_bits(mid)).to_bits());
-    [hi, mid, lo]
-}
-
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp {
     use super::super::cpu_pool;
     use super::super::simd::multiversion;
-    use super::{split_nearest, STEP, TILE_ROWS};
     use std::arch::asm;
+
+    /// Rows of one AMX tile; the kernel covers two (32 rows) per pass.
+    const TILE_ROWS: usize = 16;
+    /// Inputs of one AMX step (32 bf16 per tile row).
+    const STEP: usize = 32;
+
+    /// `hi`, `mid`, `lo` bf16 parts (as f32 bit patterns, low 16 bits zero) of `v`, rounded to
+    /// nearest: `v = hi + mid + lo` exactly for normal values.
+    #[inline(always)]
+    fn split_nearest(v: f32) -> [u32; 3] {
+        #[inline(always)]
+        fn rne(b: u32) -> u32 {
+            b.wrapping_add(0x7fff + ((b >> 16) & 1)) & 0xffff_0000
+        }
+        let hi = rne(v.to_bits());
+        let r1 = v - f32::from_bits(hi);
+        let mid = rne(r1.to_bits());
+        let lo = rne((r1 - f32::from_bits(mid)).to_bits());
+        [hi, mid, lo]
+    }
 
     /// Input steps per weight block (128 inputs × 32 columns × 2 bytes = 8 KiB).
     const KC_STEPS: usize = 4;

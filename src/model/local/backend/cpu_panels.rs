@@ -21,7 +21,7 @@
 //! layout: decode widens them in registers, prefill widens each block once into a per-thread
 //! f32 buffer that every row tile then reads.
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use super::cpu_amx;
 use super::cpu_kernels::{bf16_to_f32, threads_for};
 use super::cpu_pool;
@@ -215,7 +215,7 @@ impl Panels {
         }
         let kern = kernel();
         assert_eq!(kern.nr(), nr, "panels packed for another kernel");
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let (Phase::Prompt, PanelValues::Bf16(w)) = (phase, &self.values) {
             if nr == 32 && cpu_amx::available() {
                 // SAFETY: the thread owning panels p0..p1 writes their columns (the caller's

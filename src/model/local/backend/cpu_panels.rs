@@ -112,41 +112,22 @@ impl Panels {
 
     /// [`Panels::matmul_add`] for `phase`'s rows.
     pub fn matmul_add_in(&self, x: &[f32], rows: usize, y: &mut [f32], phase: Phase) {
-        assert!(
-            x.len() >= rows * self.k && y.len() >= rows * self.n,
-            "panel product: short buffers"
-        );
-        let threads = threads_for(rows * self.k * self.n);
-        // SAFETY: y holds rows·n initialised values (asserted above).
-        unsafe {
-            self.product(
-                x,
-                rows,
-                Out(y.as_mut_ptr()),
-                threads,
-                Start::Existing,
-                phase,
-            )
-        };
+        self.add(x, rows, y, threads_for(rows * self.k * self.n), phase);
     }
 
     /// [`Panels::matmul_add`] on at most `threads` threads.
     pub fn matmul_add_on(&self, x: &[f32], rows: usize, y: &mut [f32], threads: usize) {
+        self.add(x, rows, y, threads, Phase::Decode);
+    }
+
+    fn add(&self, x: &[f32], rows: usize, y: &mut [f32], threads: usize, phase: Phase) {
         assert!(
             x.len() >= rows * self.k && y.len() >= rows * self.n,
             "panel product: short buffers"
         );
+        let y = Out(y.as_mut_ptr());
         // SAFETY: y holds rows·n initialised values (asserted above).
-        unsafe {
-            self.product(
-                x,
-                rows,
-                Out(y.as_mut_ptr()),
-                threads,
-                Start::Existing,
-                Phase::Decode,
-            )
-        };
+        unsafe { self.product(x, rows, y, threads, Start::Existing, phase) };
     }
 
     /// `x[rows, k] · wᵀ (+ bias)` as a new `[rows, n]`. Not filled first: each thread writes

@@ -6,7 +6,9 @@
 //! core. Each f32 activation is split exactly into three bf16 parts by rounding to nearest
 //! (`x = hi + mid + lo`, |mid| ≤ 2⁻⁹|x|, |lo| ≤ 2⁻¹⁸|x|). A bf16 weight times a part is exact
 //! in f32, so the three products add up `x · w` exactly; only the f32 sum rounds (three
-//! additions per input where the FMA chains make one, and AMX adds pairs of products).
+//! additions per input where the FMA chains make one, and AMX adds pairs of products). AMX
+//! treats subnormal inputs and results as zero: the `lo` part of an activation below about
+//! 3e-33 is dropped, and sums below 1.2e-38 flush to zero.
 //!
 //! Activations are split once per call; weights one block at a time (`KC_STEPS` steps of one
 //! panel) into AMX's pair-interleaved layout, by the thread that owns the panel, each block

@@ -24,7 +24,7 @@
 //! (docs/BENCHMARKS.md).
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub(super) use imp::{available, product, Out};
+pub(super) use imp::{available, product};
 
 /// Whether this CPU runs AMX prompt products (AMX is used only on Linux on x86-64).
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
@@ -34,7 +34,7 @@ pub(super) fn available() -> bool {
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp {
-    use super::super::cpu_pool;
+    use super::super::cpu_pool::{self, Out};
     use super::super::simd::multiversion;
     use std::arch::asm;
 
@@ -278,20 +278,6 @@ mod imp {
         }
         Config(c)
     }
-
-    /// y's pointer, shared by threads that write disjoint columns.
-    #[derive(Clone, Copy)]
-    pub struct Out(pub *mut f32);
-    impl Out {
-        /// The pointer `i` values on (a method, so closures capture the whole `Out`).
-        fn at(self, i: usize) -> *mut f32 {
-            self.0.wrapping_add(i)
-        }
-    }
-    // SAFETY: threads write disjoint columns through it (see `product`).
-    unsafe impl Send for Out {}
-    // SAFETY: as above.
-    unsafe impl Sync for Out {}
 
     /// `y[rows, n] += x[rows, k] · wᵀ` for the 32-column bf16 panels `w` of a weight `[n, k]`, on at
     /// most `threads` threads (panels are split between them); `fill(p0, p1)` first writes the

@@ -24,7 +24,7 @@
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use super::cpu_amx;
 use super::cpu_kernels::{bf16_to_f32, threads_for};
-use super::cpu_pool;
+use super::cpu_pool::{self, Out};
 use super::cpu_tile::{kernel, tile, widen, Tile, WBlock};
 use std::mem::MaybeUninit;
 
@@ -110,7 +110,8 @@ impl Panels {
         self.matmul_add_on(x, rows, y, threads_for(rows * self.k * self.n));
     }
 
-    /// [`Panels::matmul_add`] for `phase`'s rows.
+    /// [`Panels::matmul_add`] for `phase`'s rows (the backend only ever starts prompts fresh).
+    #[cfg(test)]
     pub fn matmul_add_in(&self, x: &[f32], rows: usize, y: &mut [f32], phase: Phase) {
         self.add(x, rows, y, threads_for(rows * self.k * self.n), phase);
     }
@@ -206,7 +207,7 @@ impl Panels {
                 };
                 // SAFETY: AMX is available; y per the caller's contract; the panels hold
                 // ⌈n/32⌉·32·k values and x rows·k (asserted by the public callers).
-                unsafe { cpu_amx::product(x, rows, k, w, n, cpu_amx::Out(y.0), threads, &fill) };
+                unsafe { cpu_amx::product(x, rows, k, w, n, y, threads, &fill) };
                 return;
             }
         }
@@ -329,20 +330,6 @@ impl Start<'_> {
         }
     }
 }
-
-/// y's pointer, shared by threads that write disjoint columns.
-#[derive(Clone, Copy)]
-struct Out(*mut f32);
-impl Out {
-    /// The pointer `i` values on (a method, so closures capture the whole `Out`).
-    fn at(self, i: usize) -> *mut f32 {
-        self.0.wrapping_add(i)
-    }
-}
-// SAFETY: threads write disjoint columns through it (see `Panels::matmul_add`).
-unsafe impl Send for Out {}
-// SAFETY: as above.
-unsafe impl Sync for Out {}
 
 /// x's rows in tiles of `mr` (the last one shorter), each tile `[k][r]`: a tile's activations
 /// for one input index are adjacent. Tiles are packed in parallel when there are several,

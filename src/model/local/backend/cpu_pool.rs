@@ -180,6 +180,21 @@ pub fn par_chunks(out: &mut [f32], unit: usize, f: impl Fn(usize, &mut [f32]) + 
 }
 
 /// `items` as a pointer that parts share; each part takes only its own index.
+/// An output's pointer, shared by parts that write disjoint values of it (the product
+/// kernels split their output's columns between threads).
+#[derive(Clone, Copy)]
+pub struct Out(pub *mut f32);
+impl Out {
+    /// The pointer `i` values on (a method, so closures capture the whole `Out`).
+    pub fn at(self, i: usize) -> *mut f32 {
+        self.0.wrapping_add(i)
+    }
+}
+// SAFETY: its users' parts write disjoint values through it, each part's own.
+unsafe impl Send for Out {}
+// SAFETY: as above.
+unsafe impl Sync for Out {}
+
 struct Items<I>(*mut I);
 // SAFETY: parts reach disjoint elements (see `run_each`), and `I: Send` moves each to the
 // thread that runs its part.

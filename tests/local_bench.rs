@@ -191,6 +191,49 @@ fn missing_config_and_bad_flags_exit_2() {
 }
 
 #[test]
+fn an_unreadable_amx_switch_exits_2_naming_it() {
+    let f = fixture();
+    let f = f.to_str().unwrap();
+    let args = [
+        "bench",
+        "local",
+        "--model-dir",
+        f,
+        "--new",
+        "1",
+        "--batch",
+        "1",
+    ];
+    let with = |v: &str| {
+        Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+            .args(args)
+            .env("VLM_EVAL_CPU_AMX", v)
+            .output()
+            .expect("run vlm-eval")
+    };
+    let o = with("maybe");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.contains("VLM_EVAL_CPU_AMX"))
+        .unwrap_or("");
+    assert!(
+        line.contains("\"maybe\"") && line.contains("0") && line.contains("1"),
+        "{err}"
+    );
+    for ok in ["0", "off", "1"] {
+        let o = with(ok);
+        assert!(o.status.success(), "VLM_EVAL_CPU_AMX={ok}: {}", stderr(&o));
+        // Off, the header's kernels never name AMX.
+        let out = String::from_utf8_lossy(&o.stdout);
+        if ok != "1" {
+            assert!(!out.contains("AMX"), "VLM_EVAL_CPU_AMX={ok}: {out}");
+        }
+    }
+}
+
+#[test]
 fn cuda_without_the_feature_exits_2_with_the_rebuild_hint() {
     if cfg!(feature = "cuda") {
         println!("skipped: this build has the cuda feature, so --device cuda is available");

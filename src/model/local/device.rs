@@ -96,7 +96,10 @@ pub fn with_backend<W: WithBackend>(
 ) -> Result<W::Output, LocalError> {
     let dtype = dtype.unwrap_or(default_dtype(device));
     match device {
-        Device::Cpu => work.run(CpuPacked::new(dtype == DType::Bf16)),
+        Device::Cpu => {
+            CpuPacked::check_env()?;
+            work.run(CpuPacked::new(dtype == DType::Bf16))
+        }
         Device::Cuda => run_cuda(dtype, work),
     }
 }

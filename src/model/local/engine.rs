@@ -114,20 +114,23 @@ impl<B: Backend> Sequence<B> {
     }
 }
 
-/// The products run while it lives compute prompt rows ([`Backend::set_prompt`]); decode
-/// steps again once it is dropped.
-struct PromptPhase<'a, B: Backend>(&'a B);
+/// The products run while it lives compute prompt rows ([`Backend::set_prompt`]); once it
+/// is dropped, the phase before it again (so guards may nest).
+struct PromptPhase<'a, B: Backend> {
+    be: &'a B,
+    before: bool,
+}
 
 impl<'a, B: Backend> PromptPhase<'a, B> {
     fn new(be: &'a B) -> Self {
-        be.set_prompt(true);
-        PromptPhase(be)
+        let before = be.set_prompt(true);
+        PromptPhase { be, before }
     }
 }
 
 impl<B: Backend> Drop for PromptPhase<'_, B> {
     fn drop(&mut self) {
-        self.0.set_prompt(false);
+        self.be.set_prompt(self.before);
     }
 }
 
@@ -481,5 +484,33 @@ impl<B: Backend> Engine<B> {
         let mut out = self.generate_batch(vec![(prompt, params)])?;
         out.pop()
             .ok_or_else(|| LocalError::Internal("no generation".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PromptPhase;
+    use crate::model::local::backend::cpu_packed::CpuPacked;
+    use crate::model::local::backend::Backend;
+
+    #[test]
+    fn prompt_phase_guards_nest_and_restore_the_phase_before_them() {
+        let be = CpuPacked::new(false);
+        {
+            let _outer = PromptPhase::new(&be);
+            {
+                let _inner = PromptPhase::new(&be);
+            }
+            // Still a prompt after the inner guard: setting it again reports a prompt.
+            assert!(
+                be.set_prompt(true),
+                "the inner guard ended the outer one's prompt"
+            );
+        }
+        // Decode again after the outer one.
+        assert!(
+            !be.set_prompt(false),
+            "the outer guard left the prompt phase on"
+        );
     }
 }

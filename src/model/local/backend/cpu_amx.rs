@@ -26,6 +26,38 @@
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(super) use imp::{available, product};
 
+/// The variable that turns AMX off (`0`) or leaves it on where the CPU has it (`1`, or unset).
+pub(super) const ENV: &str = "VLM_EVAL_CPU_AMX";
+
+/// Whether `VLM_EVAL_CPU_AMX`'s value `v` allows AMX: unset, empty, `1`, `on`, `true` or
+/// `yes` do (where the CPU has it), `0`, `off`, `false` or `no` do not (any case); anything
+/// else is an error naming the variable and what it takes.
+pub(super) fn allowed_by(v: Option<&str>) -> Result<bool, String> {
+    let Some(v) = v.map(str::trim) else {
+        return Ok(true);
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "" | "1" | "on" | "true" | "yes" => Ok(true),
+        "0" | "off" | "false" | "no" => Ok(false),
+        _ => Err(format!(
+            "{ENV}={v:?}: expected 0 (prompt products off AMX) or 1 (on AMX where the CPU has \
+             it, the default); unset it or set one of those"
+        )),
+    }
+}
+
+/// [`allowed_by`] this process's `VLM_EVAL_CPU_AMX` (a value that is not Unicode is an
+/// error too).
+pub(super) fn allowed() -> Result<bool, String> {
+    match std::env::var(ENV) {
+        Ok(v) => allowed_by(Some(&v)),
+        Err(std::env::VarError::NotPresent) => allowed_by(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!(
+            "{ENV}: not valid UTF-8; set it to 0 or 1, or unset it"
+        )),
+    }
+}
+
 /// Whether this CPU runs AMX prompt products (AMX is used only on Linux on x86-64).
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 pub(super) fn available() -> bool {
@@ -65,12 +97,15 @@ mod imp {
 
     /// Whether this CPU and OS run AMX-BF16 (checked once): CPUID leaf 7 AMX-TILE and
     /// AMX-BF16, AVX-512F for the conversions, the kernel's permission for tile data
-    /// (`arch_prctl(ARCH_REQ_XCOMP_PERM)`, Linux 5.16+), and `VLM_EVAL_CPU_AMX` not `0`.
+    /// (`arch_prctl(ARCH_REQ_XCOMP_PERM)`, Linux 5.16+), and `VLM_EVAL_CPU_AMX` not off
+    /// ([`super::allowed`]).
     pub fn available() -> bool {
         use std::sync::OnceLock;
         static OK: OnceLock<bool> = OnceLock::new();
         *OK.get_or_init(|| {
-            if std::env::var("VLM_EVAL_CPU_AMX").is_ok_and(|v| v.trim() == "0") {
+            // An unreadable value was refused when the backend was built
+            // (`CpuPacked::check_env`); here it leaves AMX off.
+            if !super::allowed().unwrap_or(false) {
                 return false;
             }
             if !super::super::simd::avx512() {
@@ -443,6 +478,33 @@ mod imp {
                 c = in(reg) c, cs = in(reg) cs,
                 options(nostack),
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allowed_by;
+
+    #[test]
+    fn the_amx_switch_takes_on_and_off_words_and_refuses_anything_else() {
+        for on in [
+            None,
+            Some(""),
+            Some("1"),
+            Some(" on "),
+            Some("TRUE"),
+            Some("yes"),
+        ] {
+            assert_eq!(allowed_by(on), Ok(true), "{on:?}");
+        }
+        for off in ["0", "off", "False", " no"] {
+            assert_eq!(allowed_by(Some(off)), Ok(false), "{off:?}");
+        }
+        for bad in ["2", "maybe", "0x0", "o"] {
+            let e = allowed_by(Some(bad)).unwrap_err();
+            assert!(e.starts_with("VLM_EVAL_CPU_AMX=") && e.contains(bad), "{e}");
+            assert!(!e.contains('\n'), "one line: {e}");
         }
     }
 }

@@ -43,6 +43,14 @@ impl CpuPacked {
         }
     }
 
+    /// Refuse settings in the environment that this backend cannot read (`VLM_EVAL_CPU_AMX`
+    /// with a value other than 0 or 1 and their spellings), naming the variable and the fix.
+    pub fn check_env() -> Result<(), LocalError> {
+        super::cpu_amx::allowed()
+            .map(drop)
+            .map_err(LocalError::Device)
+    }
+
     /// Decide how to hold a matrix being loaded: as bf16 always with `--dtype bf16`, and in
     /// f32 when every value is a bf16 value (its low 16 bits are zero), so nothing is rounded.
     /// A matrix kept in f32 is counted, for [`Backend::weight_bytes_per_value`].
@@ -141,8 +149,8 @@ impl Backend for CpuPacked {
             format!("{fma} panels")
         }
     }
-    fn set_prompt(&self, on: bool) {
-        PHASE.set(if on { Phase::Prompt } else { Phase::Decode });
+    fn set_prompt(&self, on: bool) -> bool {
+        PHASE.replace(if on { Phase::Prompt } else { Phase::Decode }) == Phase::Prompt
     }
     fn upload(&self, data: &[f32]) -> BResult<CpuBuf> {
         Ok(CpuBuf::F32(data.to_vec()))

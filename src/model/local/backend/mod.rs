@@ -62,9 +62,11 @@ pub trait Backend: Send + Sync + 'static {
     /// Whether the products this thread runs next compute prompt rows (prefill and the vision
     /// tower: `true`) or decode steps (`false`, the start), so that a backend may run each
     /// on its own kernels: the packed CPU backend runs prompts on AMX where the CPU has it.
-    /// Within a phase a row's results must not depend on its batch. Default: nothing changes.
-    fn set_prompt(&self, on: bool) {
+    /// Within a phase a row's results must not depend on its batch. Returns the phase it
+    /// replaces, so that a caller can restore it. Default: nothing changes (always `false`).
+    fn set_prompt(&self, on: bool) -> bool {
         let _ = on;
+        false
     }
 
     /// `y[rows, n] = x[rows, k] · w[n, k]ᵀ (+ bias[n])` (an `nn.Linear`).

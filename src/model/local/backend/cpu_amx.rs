@@ -26,6 +26,21 @@
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(super) use imp::{available, product};
 
+/// What a product's outputs start from.
+#[derive(Clone, Copy)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
+pub(super) enum Init<'a> {
+    /// y's values (the product is added to them).
+    Add,
+    /// Zeros.
+    Zero,
+    /// The bias of each column (at least n values).
+    Bias(&'a [f32]),
+}
+
 /// The variable that turns AMX off (`0`) or leaves it on where the CPU has it (`1`, or unset).
 pub(super) const ENV: &str = "VLM_EVAL_CPU_AMX";
 
@@ -314,13 +329,14 @@ mod imp {
         Config(c)
     }
 
-    /// `y[rows, n] += x[rows, k] · wᵀ` for the 32-column bf16 panels `w` of a weight `[n, k]`, on at
-    /// most `threads` threads (panels are split between them); `fill(p0, p1)` first writes the
-    /// start values of panels p0..p1's columns, on the thread that owns them.
+    /// `y[rows, n] = init + x[rows, k] · wᵀ` for the 32-column bf16 panels `w` of a weight
+    /// `[n, k]`, on at most `threads` threads (panels are split between them). The
+    /// accumulators start from `init` and are written to y once, at the end.
     ///
     /// # Safety
-    /// [`available`] must be true; `y` must be valid for reads and writes of `rows·n` values,
-    /// written only by this call while it runs; `w` holds `⌈n/32⌉·32·k` values, x `rows·k`.
+    /// [`available`] must be true; `y` must be valid for writes (and, for [`Init::Add`],
+    /// reads) of `rows·n` values, written only by this call while it runs; `w` holds
+    /// `⌈n/32⌉·32·k` values, x `rows·k`, a bias n.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn product(
         x: &[f32],
@@ -330,7 +346,7 @@ mod imp {
         n: usize,
         y: Out,
         threads: usize,
-        fill: &(dyn Fn(usize, usize) + Sync),
+        init: super::Init<'_>,
     ) {
         let a = split_rows(x, rows, k);
         let panels = n.div_ceil(32);
@@ -341,7 +357,6 @@ mod imp {
             if p0 >= p1 {
                 return;
             }
-            fill(p0, p1);
             let tiles_r = a.blocks / 2;
             let np = p1 - p0;
             // This thread's outputs as 32×32 blocks `[row tile][panel]`, each four 16×16
@@ -361,9 +376,14 @@ mod imp {
                 })
             });
             for (at, from, len) in tile_rows.clone() {
-                // SAFETY: row r < rows, columns p·32 + h·16.. + len ≤ n, this thread's (the
-                // caller's contract).
-                let src = unsafe { std::slice::from_raw_parts(y.at(from), len) };
+                let src = match init {
+                    // Already zeros.
+                    super::Init::Zero => continue,
+                    super::Init::Bias(b) => &b[from % n..from % n + len],
+                    // SAFETY: row r < rows, columns p·32 + h·16.. + len ≤ n, this thread's
+                    // (the caller's contract).
+                    super::Init::Add => unsafe { std::slice::from_raw_parts(y.at(from), len) },
+                };
                 acc[at..at + len].copy_from_slice(src);
             }
             // Blocks of inputs of each panel, inputs outermost (the accumulators stay in
@@ -406,9 +426,16 @@ mod imp {
                 }
             }
             for (at, to, len) in tile_rows {
-                // SAFETY: as above.
-                let dst = unsafe { std::slice::from_raw_parts_mut(y.at(to), len) };
-                dst.copy_from_slice(&acc[at..at + len]);
+                let src = &acc[at..at + len];
+                // SAFETY: as above; a whole tile row (16 values) is one fixed-size copy
+                // rather than a call.
+                unsafe {
+                    if len == 16 {
+                        std::ptr::copy_nonoverlapping(src.as_ptr(), y.at(to), 16);
+                    } else {
+                        std::ptr::copy_nonoverlapping(src.as_ptr(), y.at(to), len);
+                    }
+                }
             }
             // SAFETY: releases this thread's tile state (AMX is available).
             unsafe { asm!("tilerelease", options(nostack, nomem)) };

@@ -200,14 +200,14 @@ impl Panels {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let (Phase::Prompt, PanelValues::Bf16(w)) = (phase, &self.values) {
             if nr == 32 && cpu_amx::available() {
-                // SAFETY: the thread owning panels p0..p1 writes their columns (the caller's
-                // contract on y).
-                let fill = |p0: usize, p1: usize| unsafe {
-                    start.fill(y, rows, n, p0 * nr..(p1 * nr).min(n))
+                let init = match start {
+                    Start::Existing => cpu_amx::Init::Add,
+                    Start::Fresh(None) => cpu_amx::Init::Zero,
+                    Start::Fresh(Some(b)) => cpu_amx::Init::Bias(b),
                 };
                 // SAFETY: AMX is available; y per the caller's contract; the panels hold
-                // ⌈n/32⌉·32·k values and x rows·k (asserted by the public callers).
-                unsafe { cpu_amx::product(x, rows, k, w, n, y, threads, &fill) };
+                // ⌈n/32⌉·32·k values, x rows·k and a bias n (asserted by the public callers).
+                unsafe { cpu_amx::product(x, rows, k, w, n, y, threads, init) };
                 return;
             }
         }
@@ -492,6 +492,15 @@ mod tests {
             assert!(
                 d_prompt <= (2.0 * d_fma).max(scale * f32::EPSILON * 2.0),
                 "rows {rows} k {k} n {n}: prompt max |Δ| {d_prompt}, FMA chains {d_fma}"
+            );
+            // Without a bias, the same accuracy against the product alone.
+            let want0 = naive(&x, rows, k, &wr, n, &vec![0.0; rows * n]);
+            let d0 = max_diff(&pb.matmul_in(&x, rows, None, Phase::Prompt), &want0);
+            let d0_fma = max_diff(&pb.matmul(&x, rows, None), &want0);
+            let scale0 = want0.iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert!(
+                d0 <= (2.0 * d0_fma).max(scale0 * f32::EPSILON * 2.0),
+                "rows {rows} k {k} n {n}, no bias: prompt max |Δ| {d0}, FMA chains {d0_fma}"
             );
             // Adding into y gives the bits of a fresh product from the bias.
             let mut y = rows_of_bias.clone();

@@ -1,4 +1,4 @@
-//! Prompt products on Intel AMX for weights held as bf16 (`y[rows, n] += x · wᵀ` over bf16
+//! Prompt products on Intel AMX for weights held as bf16 (`y[rows, n] = y₀ + x · wᵀ` over bf16
 //! panels: a bf16 checkpoint in f32, or `--dtype bf16`), at f32 accuracy, for CPUs with
 //! AMX-BF16 (Sapphire Rapids and later).
 //!
@@ -20,26 +20,11 @@
 //! `VLM_EVAL_CPU_AMX=0` turns this path off.
 //!
 //! f32 weights stay on the FMA chains: splitting them into three parts as well (six
-//! products) measured 1.2–1.3× faster per product but no faster end to end
+//! products) measured 1.2–1.4× faster per product but no faster end to end
 //! (docs/BENCHMARKS.md).
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(super) use imp::{available, product};
-
-/// What a product's outputs start from.
-#[derive(Clone, Copy)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_os = "linux")),
-    allow(dead_code)
-)]
-pub(super) enum Init<'a> {
-    /// y's values (the product is added to them).
-    Add,
-    /// Zeros.
-    Zero,
-    /// The bias of each column (at least n values).
-    Bias(&'a [f32]),
-}
 
 /// The variable that turns AMX off (`0`) or leaves it on where the CPU has it (`1`, or unset).
 pub(super) const ENV: &str = "VLM_EVAL_CPU_AMX";
@@ -81,6 +66,7 @@ pub(super) fn available() -> bool {
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp {
+    use super::super::cpu_panels::Start;
     use super::super::cpu_pool::{self, Out};
     use super::super::simd::multiversion;
     use std::arch::asm;
@@ -329,12 +315,13 @@ mod imp {
         Config(c)
     }
 
-    /// `y[rows, n] = init + x[rows, k] · wᵀ` for the 32-column bf16 panels `w` of a weight
+    /// `y[rows, n] = start + x[rows, k] · wᵀ` for the 32-column bf16 panels `w` of a weight
     /// `[n, k]`, on at most `threads` threads (panels are split between them). The
-    /// accumulators start from `init` and are written to y once, at the end.
+    /// accumulators start from `start` (y's values, zeros or the bias) and are written to y
+    /// once, at the end.
     ///
     /// # Safety
-    /// [`available`] must be true; `y` must be valid for writes (and, for [`Init::Add`],
+    /// [`available`] must be true; `y` must be valid for writes (and, for [`Start::Existing`],
     /// reads) of `rows·n` values, written only by this call while it runs; `w` holds
     /// `⌈n/32⌉·32·k` values, x `rows·k`, a bias n.
     #[allow(clippy::too_many_arguments)]
@@ -346,7 +333,7 @@ mod imp {
         n: usize,
         y: Out,
         threads: usize,
-        init: super::Init<'_>,
+        start: Start<'_>,
     ) {
         let a = split_rows(x, rows, k);
         let panels = n.div_ceil(32);
@@ -376,13 +363,13 @@ mod imp {
                 })
             });
             for (at, from, len) in tile_rows.clone() {
-                let src = match init {
+                let src = match start {
                     // Already zeros.
-                    super::Init::Zero => continue,
-                    super::Init::Bias(b) => &b[from % n..from % n + len],
+                    Start::Fresh(None) => continue,
+                    Start::Fresh(Some(b)) => &b[from % n..from % n + len],
                     // SAFETY: row r < rows, columns p·32 + h·16.. + len ≤ n, this thread's
                     // (the caller's contract).
-                    super::Init::Add => unsafe { std::slice::from_raw_parts(y.at(from), len) },
+                    Start::Existing => unsafe { std::slice::from_raw_parts(y.at(from), len) },
                 };
                 acc[at..at + len].copy_from_slice(src);
             }

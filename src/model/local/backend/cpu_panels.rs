@@ -200,14 +200,9 @@ impl Panels {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let (Phase::Prompt, PanelValues::Bf16(w)) = (phase, &self.values) {
             if nr == 32 && cpu_amx::available() {
-                let init = match start {
-                    Start::Existing => cpu_amx::Init::Add,
-                    Start::Fresh(None) => cpu_amx::Init::Zero,
-                    Start::Fresh(Some(b)) => cpu_amx::Init::Bias(b),
-                };
                 // SAFETY: AMX is available; y per the caller's contract; the panels hold
                 // ⌈n/32⌉·32·k values, x rows·k and a bias n (asserted by the public callers).
-                unsafe { cpu_amx::product(x, rows, k, w, n, y, threads, init) };
+                unsafe { cpu_amx::product(x, rows, k, w, n, y, threads, start) };
                 return;
             }
         }
@@ -299,11 +294,13 @@ pub enum Phase {
     Prompt,
 }
 
-/// Where a product starts: y's own values, or a new buffer that the product fills first
-/// (zeros, or the bias in every row).
+/// Where a product starts: y's own values, or a new buffer that starts from zeros or the bias
+/// in every row (the FMA chains fill it first, AMX's accumulators start from it).
 #[derive(Clone, Copy)]
-enum Start<'a> {
+pub(super) enum Start<'a> {
+    /// y's values: the product is added to them.
     Existing,
+    /// A new buffer: zeros, or the bias (at least n values).
     Fresh(Option<&'a [f32]>),
 }
 

@@ -179,7 +179,6 @@ pub fn par_chunks(out: &mut [f32], unit: usize, f: impl Fn(usize, &mut [f32]) + 
     run_each(&mut chunks, |i, c| f(i * per, c));
 }
 
-/// `items` as a pointer that parts share; each part takes only its own index.
 /// An output's pointer, shared by parts that write disjoint values of it (the product
 /// kernels split their output's columns between threads).
 #[derive(Clone, Copy)]
@@ -195,6 +194,7 @@ unsafe impl Send for Out {}
 // SAFETY: as above.
 unsafe impl Sync for Out {}
 
+/// `items` as a pointer that parts share; each part takes only its own index.
 struct Items<I>(*mut I);
 // SAFETY: parts reach disjoint elements (see `run_each`), and `I: Send` moves each to the
 // thread that runs its part.

@@ -13,6 +13,11 @@ Rules, each failure naming the offending files:
    command file never imports a sibling command (only cli::error and cli::common).
 4. No file has over 900 lines of non-test code (test modules and test-only files excluded;
    the pixel-art sprite table is exempt).
+5. The workspace crates under crates/ depend on one another only along their arrows
+   (python -> {observe, crafter}, observe -> crafter, crafter -> nothing), never on the
+   harness package (vlm-eval), and pull in no HTTP, async runtime or model crate
+   (tokio, reqwest, hyper, axum, async-openai, tokenizers, safetensors, cudarc); the size
+   rule holds for their files too.
 Exit status: 0 when every rule holds, 1 otherwise.
 """
 
@@ -23,7 +28,7 @@ from pathlib import Path
 
 MAX_LINES = 900
 # Files exempt from the size rule, relative to src/: data, not logic.
-SIZE_EXEMPT = {"crafter/textures/sprites.rs"}
+SIZE_EXEMPT = {"crates/crafter/src/textures/sprites.rs"}
 ROOT_FILES = {"main.rs", "lib.rs", "error.rs"}
 # Which top-level modules each may import (besides itself). Everything else is a violation.
 ALLOWED = {
@@ -220,6 +225,69 @@ def check(src: Path) -> list[str]:
     return problems
 
 
+# Rule 5: the workspace crates (directory under crates/) and the workspace crates each may use.
+CRATE_ALLOWED = {
+    "crafter": set(),
+    "observe": {"crafter"},
+    "python": {"crafter", "observe"},
+}
+# Workspace crate name (Cargo package) -> directory under crates/; the harness package is "vlm-eval".
+CRATE_PACKAGES = {"vlm-eval-crafter": "crafter", "vlm-eval-observe": "observe", "vlm-eval-python": "python", "vlm-eval": "harness"}
+HEAVY_DEPS = {"tokio", "reqwest", "hyper", "hyper-util", "axum", "async-openai", "tokenizers", "safetensors", "cudarc", "gemm"}
+
+
+def manifest_deps(manifest: Path) -> set[str]:
+    """Package names under the [*dependencies] tables of a Cargo.toml (dev and build excluded)."""
+    deps, table = set(), None
+    for line in manifest.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            table = line.strip("[]").strip()
+            continue
+        if table == "dependencies" or (table or "").startswith("target.") and table.endswith(".dependencies"):
+            m = re.match(r"([A-Za-z0-9_-]+)\s*=", line)
+            if m:
+                deps.add(m.group(1))
+        elif table and table.startswith("dependencies."):
+            deps.add(table.split(".", 1)[1])
+    return deps
+
+
+def check_crates(crates: Path) -> list[str]:
+    problems = []
+    if not crates.is_dir():
+        return problems
+    for d in sorted(p for p in crates.iterdir() if p.is_dir()):
+        manifest = d / "Cargo.toml"
+        if not manifest.exists():
+            continue
+        name = d.name
+        allowed = CRATE_ALLOWED.get(name)
+        if allowed is None:
+            problems.append(f"crates/{name}: a crate not in CRATE_ALLOWED of scripts/check_layers.py; add it there and to docs/ARCHITECTURE.md")
+            continue
+        deps = manifest_deps(manifest)
+        for dep in sorted(deps):
+            if dep in CRATE_PACKAGES and CRATE_PACKAGES[dep] not in allowed:
+                problems.append(f"crates/{name}/Cargo.toml: depends on {dep}, not an allowed arrow for crates/{name}")
+            if dep in HEAVY_DEPS:
+                problems.append(f"crates/{name}/Cargo.toml: depends on {dep} (HTTP, async or model code); the engine side stays free of it")
+        for f in rust_files(d / "src") if (d / "src").is_dir() else []:
+            rel = f"crates/{name}/{f.relative_to(d).as_posix()}"
+            lines = f.read_text(encoding="utf-8").split("\n")
+            code_lines = non_test_lines(lines)
+            if rel not in SIZE_EXEMPT and len(code_lines) > MAX_LINES + 1:
+                problems.append(f"{rel}: {len(code_lines)} lines of non-test code (limit {MAX_LINES}); split it by concern")
+            code = strip_comments("\n".join(code_lines))
+            for m in re.finditer(r"\b(vlm_eval(?:_[a-z]+)?)::", code):
+                used = m.group(1)
+                target = "harness" if used == "vlm_eval" else used.removeprefix("vlm_eval_")
+                if target != name and target not in allowed:
+                    problems.append(f"{rel}: uses {used}, not an allowed arrow for crates/{name}")
+                    break
+    return problems
+
+
 def self_test() -> int:
     """Break each rule in a scratch tree and check that it is reported."""
     # name -> (tree, a phrase the report must contain)
@@ -246,6 +314,23 @@ def self_test() -> int:
         "agent/tests.rs": "use crate::eval::z;\n" + "fn t() {}\n" * 1000,
     }
     failures = []
+    crate_cases = {
+        "engine uses harness": ({"crafter/Cargo.toml": "[dependencies]\nserde = \"1\"\n", "crafter/src/lib.rs": "use vlm_eval::agent::x;\n"}, "uses vlm_eval, not an allowed arrow"),
+        "engine depends up": ({"crafter/Cargo.toml": "[dependencies]\nvlm-eval-observe = { path = \"../observe\" }\n"}, "depends on vlm-eval-observe"),
+        "python pulls tokio": ({"python/Cargo.toml": "[dependencies]\ntokio = \"1\"\n"}, "depends on tokio"),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (tree, expected) in crate_cases.items():
+            root = Path(tmp) / name.replace(" ", "_") / "crates"
+            for rel, text in tree.items():
+                p = root / rel
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(text, encoding="utf-8")
+            found = check_crates(root)
+            if not any(expected in f for f in found):
+                failures.append(f"{name}: not reported (got {found})")
+            else:
+                print(f"self-test {name}: {next(f for f in found if expected in f)}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, (tree, expected) in list(cases.items()) + [("clean", (clean, ""))]:
             root = Path(tmp) / name.replace(" ", "_") / "src"
@@ -271,13 +356,15 @@ def main() -> int:
     if args == ["--self-test"]:
         return self_test()
     src = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "src"
-    problems = check(src)
+    problems = check(src) + check_crates(src.parent / "crates")
     for p in problems:
         print(f"layers: {p}", file=sys.stderr)
     if problems:
         print(f"layers: {len(problems)} problem(s); see docs/ARCHITECTURE.md", file=sys.stderr)
         return 1
-    print(f"layers: ok ({len(rust_files(src))} files under {src})")
+    crates = src.parent / "crates"
+    n_crates = len(rust_files(crates)) if crates.is_dir() else 0
+    print(f"layers: ok ({len(rust_files(src))} files under {src}, {n_crates} under {crates})")
     return 0
 
 

@@ -6,7 +6,8 @@
 
 pub mod agent;
 pub mod cli;
-pub mod crafter;
+/// The game: the `vlm-eval-crafter` crate (crates/crafter), re-exported under its old path.
+pub use vlm_eval_crafter as crafter;
 pub mod eval;
 pub mod model;
 pub mod report;

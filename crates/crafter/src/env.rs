@@ -392,7 +392,7 @@ impl Env {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crafter::trace::sha256_hex;
+    use crate::trace::sha256_hex;
 
     #[test]
     fn daylight_matches_crafter() {
@@ -487,7 +487,7 @@ mod tests {
         .unwrap();
         a.reset();
         b.reset();
-        let mut actions = crate::crafter::rng::RandomState::new(1);
+        let mut actions = crate::rng::RandomState::new(1);
         for _ in 0..600 {
             let act = Action::ALL[actions.randint(0, 17) as usize];
             let (x, y) = (a.step(act), b.step(act));

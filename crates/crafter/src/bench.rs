@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::crafter::rng::RandomState;
-use crate::crafter::{Action, Env, EnvConfig, EnvError, TextureSet};
+use crate::rng::RandomState;
+use crate::{Action, Env, EnvConfig, EnvError, TextureSet};
 
 /// Environment benchmark figures.
 #[derive(Debug, Clone, Serialize)]
@@ -103,7 +103,7 @@ pub fn bench_env(
         std::hint::black_box(render_env.render());
     }
     let day = t.elapsed().as_secs_f64();
-    while crate::crafter::env::daylight(render_env.step_count()) >= 0.5 {
+    while crate::env::daylight(render_env.step_count()) >= 0.5 {
         render_env.set_player_health(9);
         if render_env.step(Action::Noop).done {
             break;

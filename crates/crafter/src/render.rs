@@ -538,8 +538,7 @@ mod tests {
     #[test]
     fn frame_layout_and_border() {
         let textures = TextureSet::builtin();
-        let mut env =
-            crate::crafter::Env::new(crate::crafter::EnvConfig::default(), &textures).unwrap();
+        let mut env = crate::Env::new(crate::EnvConfig::default(), &textures).unwrap();
         let frame = env.reset().to_vec();
         assert_eq!(frame.len(), 64 * 64 * 3);
         // 64 = 9 * 7 + 1: the last pixel row and column are always black.

@@ -25,7 +25,7 @@ const OFFICIAL_FINGERPRINT: &str =
 
 /// The project's crafter venv (`.venv-crafter`, which `.ci/run` creates), if present.
 fn venv() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-crafter");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-crafter");
     dir.join("bin/python").exists().then_some(dir)
 }
 

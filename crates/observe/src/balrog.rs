@@ -17,9 +17,9 @@
 
 use serde::Serialize;
 
-use crate::crafter::rules::{item, Material, ITEM_MAX, ITEM_NAMES};
-use crate::crafter::world::Kind;
-use crate::crafter::Env;
+use vlm_eval_crafter::rules::{item, Material, ITEM_MAX, ITEM_NAMES};
+use vlm_eval_crafter::world::Kind;
+use vlm_eval_crafter::Env;
 
 /// BALROG's observation of one state: the view and the status.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

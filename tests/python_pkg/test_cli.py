@@ -38,20 +38,31 @@ def test_help(args):
     assert "Usage" in out.stdout or "usage" in out.stdout
 
 
-def test_bad_flag_exits_2_with_one_line():
+def test_bad_flag_exits_2():
+    """Exit 2 with the error on the first line (clap's own message, as the cargo binary gives:
+    the error line, then its usage line and a --help hint)."""
     out = run("--no-such-flag")
     assert out.returncode == 2, (out.returncode, out.stderr)
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, out.stderr
-    assert "--no-such-flag" in lines[0]
+    assert lines[0].startswith("error:") and "--no-such-flag" in lines[0], out.stderr
     assert out.stdout == ""
+
+
+def test_bad_value_exits_2_with_one_line():
+    """A usage error found by the CLI itself (not clap): one line naming the problem."""
+    out = run("--model", "mock", "--seeds", "1", "--steps", "0", "--out", "/nonexistent/x")
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), out.stderr
 
 
 def test_mock_run_writes_summary(tmp_path):
     out_dir = tmp_path / "run"
     out = run("--model", "mock", "--seeds", "2", "--steps", "2", "--out", str(out_dir))
     assert out.returncode == 0, out.stderr[-3000:]
-    summary = json.loads((out_dir / "summary.json").read_text())
+    runs = [p.parent for p in out_dir.glob("*/summary.json")]
+    assert len(runs) == 1, sorted(map(str, out_dir.rglob("*")))
+    summary = json.loads((runs[0] / "summary.json").read_text())
     assert isinstance(summary, dict) and summary
-    episodes = sorted(p.name for p in (out_dir / "episodes").iterdir())
+    episodes = sorted(p.name for p in (runs[0] / "episodes").iterdir())
     assert episodes == ["seed_0", "seed_1"], episodes

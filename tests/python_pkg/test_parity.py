@@ -42,11 +42,14 @@ def play(ref, ours, actions, where, render_every=0, render_size=None):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_dropin_parity_default(seed, assets):
-    """crafter's defaults, a random action stream of 600 steps (resets on done)."""
+    """crafter's defaults, a random action stream of 600 steps (resets on done). Random play
+    dies within about 130-250 steps (40 of 40 seed and action-stream pairs tried), so this
+    crosses deaths and the resets after them."""
     ref = reference_env(seed=seed)
     ours = vc.Env(seed=seed, textures=assets)
     deaths, truncations = play(ref, ours, actions_for(seed, 600), f"seed {seed}")
     print(f"seed {seed}: 600 steps identical, {deaths} deaths, {truncations} truncations")
+    assert deaths >= 1, "no death in 600 random steps: the test no longer crosses one"
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -60,20 +63,6 @@ def test_dropin_parity_geometry_length_reward(seed, assets):
     deaths, truncations = play(ref, ours, actions_for(seed + 1, 400), f"seed {seed} {kwargs}",
                                render_every=7, render_size=(96, 96))
     assert truncations >= 5
-
-
-def test_dropin_parity_through_a_death(assets):
-    """A fixed case that dies within its steps (checked: discount 0 seen), then plays on."""
-    seed, action_seed, steps = DEATH_CASE
-    ref = reference_env(seed=seed)
-    ours = vc.Env(seed=seed, textures=assets)
-    deaths, _ = play(ref, ours, actions_for(action_seed, steps), f"seed {seed}")
-    assert deaths >= 1, "the fixed death case no longer dies: pick another (see DEATH_CASE)"
-
-
-# (env seed, action seed, steps): random actions that die before the end (found with the
-# engine's own `vlm-eval env trace`, then checked here against Python crafter).
-DEATH_CASE = (0, 0, 0)
 
 
 def test_step_after_done_like_crafter(assets):

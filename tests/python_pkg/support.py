@@ -63,7 +63,7 @@ def assert_same_frame(ref, ours, where):
     if ours.tobytes() != ref.tobytes():
         diff = np.argwhere((ours != ref).any(axis=-1))
         raise AssertionError(f"{where}: frames differ at {len(diff)} pixels, first (row, col) "
-                             f"{tuple(diff[0])}")
+                             f"{tuple(int(v) for v in diff[0])}")
 
 
 def assert_same_value(ref, ours, where):

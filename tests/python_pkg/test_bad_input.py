@@ -88,13 +88,15 @@ def run_python(code, env=None):
 
 
 def test_textures_missing_with_fetch_disabled():
-    """No $CRAFTER_ASSETS, an empty cache, no Python crafter to ask, fetch=False: a RuntimeError
-    that says how to get the textures."""
+    """No $CRAFTER_ASSETS, an empty cache, no Python crafter (hidden from this interpreter and
+    no other interpreter to ask), fetch=False: a RuntimeError that says how to get them."""
     with tempfile.TemporaryDirectory() as cache:
         env = {k: v for k, v in os.environ.items() if k != "CRAFTER_ASSETS"}
         env.update(VLM_EVAL_CACHE=cache, VLM_EVAL_PYTHON=os.path.join(cache, "no-python"),
                    VLM_EVAL_NO_FETCH="1")
-        code = ("from vlm_eval import crafter\n"
+        code = ("import sys\n"
+                "sys.modules['crafter'] = None  # as if Python crafter were not installed\n"
+                "from vlm_eval import crafter\n"
                 "try:\n"
                 "    crafter.Env(fetch=False)\n"
                 "except RuntimeError as e:\n"

@@ -56,6 +56,8 @@ def _crafter_assets_hint():
 
 def _pair(name, value, scalar_ok):
     """``value`` as a pair of ints; an int gives ``(value, value)`` where crafter allows it."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a pair of ints (width, height), not {type(value).__name__}")
     if scalar_ok and not hasattr(value, "__len__"):
         value = (value, value)
     try:

@@ -130,11 +130,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 256])
     p.add_argument("--py-steps", type=int, default=3000, help="Python crafter's steps per size")
-    p.add_argument("--steps", type=int, default=200_000, help="our steps per contender and size")
-    p.add_argument("--text-steps", type=int, default=50_000)
+    p.add_argument("--steps", type=int, default=200_000,
+                   help="our steps per contender at 64 px (scaled by (64/size)^2 at other sizes)")
+    p.add_argument("--text-steps", type=int, default=50_000, help="as --steps, for the text cost")
     p.add_argument("--vector-n", type=int, default=64)
     p.add_argument("--memory-steps", type=int, default=0, help="VectorEnv.step calls (0: skip)")
     p.add_argument("--memory-n", type=int, default=64)
+    p.add_argument("--memory-only", action="store_true", help="run only the memory check")
     p.add_argument("--json", help="write the figures here too")
     args = p.parse_args()
 
@@ -142,28 +144,36 @@ def main():
           f"numpy {np.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
     results = {"sizes": {}, "load_start": os.getloadavg()[0]}
+    if args.memory_only:
+        m = memory_check(args.memory_n, args.memory_steps, args.sizes[0])
+        print(f"memory: RSS {m['rss_before_mib']:.1f} MiB -> {m['rss_after_mib']:.1f} MiB over "
+              f"{m['calls']:,} VectorEnv({m['n']}).step calls ({m['env_steps']:,} env-steps, "
+              f"{m['seconds']:.0f} s)")
+        return 0
     for size in args.sizes:
         r = {}
+        scale = min(1.0, (64 / size) ** 2)
+        steps, text_steps = int(args.steps * scale), int(args.text_steps * scale)
         py_rate, py_resets = play(crafter.Env(seed=0, size=(size, size)), args.py_steps)
         r["python_crafter"] = py_rate
         print(f"[{size} px] Python crafter: {py_rate:,.1f} steps/s ({py_resets} episodes)",
               flush=True)
-        single, resets = play(vc.Env(seed=0, size=(size, size), textures=ASSETS), args.steps)
+        single, resets = play(vc.Env(seed=0, size=(size, size), textures=ASSETS), steps)
         r["single"] = single
         print(f"[{size} px] vlm_eval Env: {single:,.0f} steps/s ({resets} episodes)", flush=True)
-        vec, ends = play_vector(args.vector_n, size, args.steps)
+        vec, ends = play_vector(args.vector_n, size, steps)
         r["vector"] = vec
         print(f"[{size} px] VectorEnv({args.vector_n}): {vec:,.0f} env-steps/s ({ends} episode "
               "ends)", flush=True)
-        rust = rust_engine(size, args.steps)
+        rust = rust_engine(size, steps)
         r["rust_engine"] = rust["steps_per_sec"]
         print(f"[{size} px] Rust engine (bench env): {rust['steps_per_sec']:,.0f} steps/s",
               flush=True)
         env = vc.Env(seed=0, size=(size, size), textures=ASSETS)
-        plain, _ = play(env, args.text_steps)
+        plain, _ = play(env, text_steps)
         for fmt in ("state", "balrog"):
             with_text = play_text(vc.Env(seed=0, size=(size, size), textures=ASSETS),
-                                  args.text_steps, fmt)
+                                  text_steps, fmt)
             r[f"text_{fmt}_us"] = (1 / with_text - 1 / plain) * 1e6
             print(f"[{size} px] text({fmt!r}): +{r[f'text_{fmt}_us']:.2f} us/step", flush=True)
         results["sizes"][size] = r

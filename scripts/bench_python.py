@@ -12,8 +12,8 @@ do). Contenders, per frame size:
   - `VectorEnv(64)` (threads=None: every core), env-steps/s over `--steps` env-steps, with its
     next_step autoresets;
   - the Rust engine alone: `vlm-eval bench env --json` (one thread, no Python);
-  - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, its
-    per-step cost being the difference from the plain loop.
+  - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, only
+    those calls timed.
 Then, with `--memory-steps N`, N calls of `VectorEnv(--memory-n).step` with the process's RSS
 printed before and after (and at every tenth).
 
@@ -56,14 +56,19 @@ def play(env, steps):
 
 
 def play_text(env, steps, fmt):
+    """Mean time of one `env.text(fmt)` call over the states of a random-policy run, in µs
+    (only the text calls are timed)."""
     acts = actions(steps)
-    t0 = time.perf_counter()
     env.reset()
+    spent = 0.0
+    clock = time.perf_counter
     for a in acts:
         if env.step(a)[2]:
             env.reset()
+        t = clock()
         env.text(fmt)
-    return steps / (time.perf_counter() - t0)
+        spent += clock() - t
+    return spent / steps * 1e6
 
 
 def play_vector(n, size, env_steps):
@@ -132,11 +137,12 @@ def main():
     p.add_argument("--py-steps", type=int, default=3000, help="Python crafter's steps per size")
     p.add_argument("--steps", type=int, default=200_000,
                    help="our steps per contender at 64 px (scaled by (64/size)^2 at other sizes)")
-    p.add_argument("--text-steps", type=int, default=50_000, help="as --steps, for the text cost")
+    p.add_argument("--text-steps", type=int, default=20_000, help="text() calls per size")
     p.add_argument("--vector-n", type=int, default=64)
     p.add_argument("--memory-steps", type=int, default=0, help="VectorEnv.step calls (0: skip)")
     p.add_argument("--memory-n", type=int, default=64)
     p.add_argument("--memory-only", action="store_true", help="run only the memory check")
+    p.add_argument("--text-only", action="store_true", help="run only the text observation's cost")
     p.add_argument("--json", help="write the figures here too")
     args = p.parse_args()
 
@@ -153,7 +159,12 @@ def main():
     for size in args.sizes:
         r = {}
         scale = min(1.0, (64 / size) ** 2)
-        steps, text_steps = int(args.steps * scale), int(args.text_steps * scale)
+        steps, text_steps = int(args.steps * scale), args.text_steps  # text: size-independent
+        if args.text_only:
+            for fmt in ("state", "balrog"):
+                us = play_text(vc.Env(seed=0, size=(size, size), textures=ASSETS), text_steps, fmt)
+                print(f"[{size} px] text({fmt!r}): {us:.2f} us/call ({text_steps} calls)")
+            continue
         py_rate, py_resets = play(crafter.Env(seed=0, size=(size, size)), args.py_steps)
         r["python_crafter"] = py_rate
         print(f"[{size} px] Python crafter: {py_rate:,.1f} steps/s ({py_resets} episodes)",
@@ -169,15 +180,14 @@ def main():
         r["rust_engine"] = rust["steps_per_sec"]
         print(f"[{size} px] Rust engine (bench env): {rust['steps_per_sec']:,.0f} steps/s",
               flush=True)
-        env = vc.Env(seed=0, size=(size, size), textures=ASSETS)
-        plain, _ = play(env, text_steps)
         for fmt in ("state", "balrog"):
-            with_text = play_text(vc.Env(seed=0, size=(size, size), textures=ASSETS),
-                                  text_steps, fmt)
-            r[f"text_{fmt}_us"] = (1 / with_text - 1 / plain) * 1e6
+            r[f"text_{fmt}_us"] = play_text(vc.Env(seed=0, size=(size, size), textures=ASSETS),
+                                            text_steps, fmt)
             print(f"[{size} px] text({fmt!r}): +{r[f'text_{fmt}_us']:.2f} us/step", flush=True)
         results["sizes"][size] = r
     results["load_end"] = os.getloadavg()[0]
+    if args.text_only:
+        return 0
     if args.memory_steps:
         results["memory"] = memory_check(args.memory_n, args.memory_steps, args.sizes[0])
 

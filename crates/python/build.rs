@@ -71,6 +71,14 @@ fn main() {
         ))
     });
     set_executable(&tmp);
+    // The copy keeps the binary's modification time (as `cp -p`), so the rerun-if-changed on it
+    // does not see a file newer than this run and rerun the script on every build.
+    if let Ok(mtime) = fs::metadata(&bin).and_then(|m| m.modified()) {
+        let _ = fs::File::options()
+            .write(true)
+            .open(&tmp)
+            .and_then(|f| f.set_modified(mtime));
+    }
     fs::rename(&tmp, &dest)
         .unwrap_or_else(|e| fail(&format!("cannot move the CLI to {}: {e}", dest.display())));
 }

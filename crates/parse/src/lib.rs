@@ -1,7 +1,12 @@
 //! Turning a model's reply into Crafter actions, tolerantly and without ever panicking.
 //!
+//! The crate reads a [`Reply`] (text, tool calls, separate reasoning) and knows nothing of
+//! models, HTTP or prompts: the harness (`vlm_eval::agent::parse` re-exports this crate) and
+//! the Python module (`vlm_eval._native.judge_reply`) both parse through it.
+//!
 //! Two protocols exist. Under [`Protocol::Tool`] the model is offered the `interact_many`
-//! function (see [`crate::agent::tools`]) and may return up to `max_actions` actions per turn;
+//! function ([`TOOL_NAME`]; the harness's `agent::tools` builds its schema) and may return up
+//! to `max_actions` actions per turn;
 //! under [`Protocol::Text`] it answers in prose, BALROG style, and exactly one action is taken.
 //!
 //! Stages, first hit wins:
@@ -28,7 +33,7 @@
 //! action names); several blobs are concatenated like several tool calls.
 //! Qwen3.5's XML tool calls in text (`<tool_call><function=NAME><parameter=K>V</parameter>…`,
 //! from a server that returns them unparsed) are read first, like tool calls
-//! ([`crate::model::toolxml`]), and count as [`ParseSource::ToolJsonInText`] (`repaired`).
+//! ([`toolxml`]), and count as [`ParseSource::ToolJsonInText`] (`repaired`).
 //!
 //! Explicit markers are `<action>…</action>`, `<actions>…</actions>`, `<|ACTION|>…<|END|>` and
 //! a colon after one of the words action(s), answer, move, command, decision, choice ("ACTION:",
@@ -61,31 +66,43 @@
 //! material names ("table", "stone") are deliberately *not* accepted: they are ambiguous.
 
 mod balrog;
-pub mod bench;
 mod bound;
 mod lenient;
 mod names;
 pub mod outcome;
+mod reply;
 mod text;
 mod toolcall;
+pub mod toolxml;
 
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::tools::display_name;
-use crate::crafter::rules::Action;
-use crate::model::ChatReply;
 pub use balrog::{balrog_action, balrog_completion, py_strip};
 pub use bound::{Cut, MAX_ARGS, MAX_CALLS, MAX_TEXT};
 pub use names::normalize_action;
 pub use outcome::{judge_reply, Judged, Outcome, ParserMode};
+pub use reply::{Reply, ReplyBuf, ToolCall};
 use text::{stage_bare, stage_lists, stage_markers, stage_mention};
 use toolcall::{stage_json_in_text, stage_tool_calls, stage_xml_in_text};
+use vlm_eval_crafter::rules::Action;
+
+/// Name of the one function tool offered under [`Protocol::Tool`].
+pub const TOOL_NAME: &str = "interact_many";
+
+/// The note vlm-eval prepends to the next observation after a reply with no usable action
+/// (for which one `noop` is played).
+pub const INVALID_NOTE: &str =
+    "Note: your last reply contained no valid action, so `noop` was played.";
+
+/// BALROG display name of an action ("Noop", "Move West", …, "Make Iron Sword").
+pub fn display_name(a: Action) -> &'static str {
+    a.display_name()
+}
 
 /// How the model is asked to act.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     /// The `interact_many` function tool; several actions per turn.
@@ -172,20 +189,30 @@ const ITEM_KEYS: [&str; 7] = [
 
 /// Parse a reply into actions: tool calls first (any call whose name is interact_many or
 /// similar, or any call with an `actions`/`action` argument), then a tolerant text fallback.
-pub fn parse_reply(reply: &ChatReply, protocol: Protocol, max_actions: usize) -> Parsed {
+pub fn parse_reply<'a>(
+    reply: impl Into<Reply<'a>>,
+    protocol: Protocol,
+    max_actions: usize,
+) -> Parsed {
+    let reply = reply.into();
     let (bounded, cut) = bound::bound_reply(reply);
-    parse_read(bounded.as_ref(), protocol, max_actions, cut)
+    let read = bounded.as_ref().map_or(reply, ReplyBuf::as_reply);
+    parse_read(read, protocol, max_actions, cut)
 }
 
 /// [`parse_reply`] without the reply bound: the whole text and every tool call are read (the
 /// search budget still applies). For benchmarks of the stages themselves.
-pub fn parse_reply_unbounded(reply: &ChatReply, protocol: Protocol, max_actions: usize) -> Parsed {
-    parse_read(reply, protocol, max_actions, None)
+pub fn parse_reply_unbounded<'a>(
+    reply: impl Into<Reply<'a>>,
+    protocol: Protocol,
+    max_actions: usize,
+) -> Parsed {
+    parse_read(reply.into(), protocol, max_actions, None)
 }
 
 /// The parse of a reply as read (after the bound, if any).
 fn parse_read(
-    reply: &ChatReply,
+    reply: Reply<'_>,
     protocol: Protocol,
     max_actions: usize,
     mut cut: Option<Cut>,
@@ -195,12 +222,12 @@ fn parse_read(
         Protocol::Text => 1,
     };
     let multi = protocol == Protocol::Tool;
-    let text = reply.text.as_deref().unwrap_or("");
+    let text = reply.text.unwrap_or("");
     let (think, body) = split_think(text);
-    let mut unk = Unknowns::with_fuel(bound::fuel_for(reply));
+    let mut unk = Unknowns::with_fuel(bound::fuel_for(&reply));
 
     let hit = match protocol {
-        Protocol::Tool => stage_tool_calls(reply, body, &mut unk)
+        Protocol::Tool => stage_tool_calls(&reply, body, &mut unk)
             .or_else(|| stage_xml_in_text(body, &mut unk))
             .or_else(|| stage_json_in_text(body, &mut unk))
             .or_else(|| stage_markers(body, multi, &mut unk))
@@ -208,7 +235,7 @@ fn parse_read(
             .or_else(|| stage_bare(body))
             .or_else(|| stage_mention(body)),
         Protocol::Text => stage_markers(body, multi, &mut unk)
-            .or_else(|| stage_tool_calls(reply, body, &mut unk))
+            .or_else(|| stage_tool_calls(&reply, body, &mut unk))
             .or_else(|| stage_xml_in_text(body, &mut unk))
             .or_else(|| stage_json_in_text(body, &mut unk))
             .or_else(|| stage_lists(body))
@@ -216,7 +243,7 @@ fn parse_read(
             .or_else(|| stage_mention(body)),
     };
 
-    let server_reasoning = non_empty(reply.reasoning.as_deref());
+    let server_reasoning = non_empty(reply.reasoning);
     let think = non_empty(think);
     if unk.out_of_fuel {
         cut.get_or_insert_with(|| Cut {

@@ -331,6 +331,19 @@ impl Env {
         &self.frame
     }
 
+    /// Render the current state with another renderer (e.g. another frame size) into `out`
+    /// (height × width × 3 of that renderer's size); draws night noise from the game RNG exactly
+    /// like `render`, as crafter's `env.render(size)` does.
+    pub fn render_with(&mut self, renderer: &mut Renderer, out: &mut [u8]) {
+        renderer.render(&mut self.world, out);
+    }
+
+    /// Set the number of episodes already started, so the next `reset` starts episode
+    /// `episode + 1` (restoring a pickled Python env); the current world is left as it is.
+    pub fn set_episode(&mut self, episode: i64) {
+        self.episode = episode;
+    }
+
     /// The world (read-only).
     pub fn world(&self) -> &World {
         &self.world

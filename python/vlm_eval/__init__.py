@@ -1,0 +1,33 @@
+"""vlm-eval for Python: Crafter, exactly as crafter 1.8.3 plays it, at native speed.
+
+``from vlm_eval import crafter`` gives a drop-in for ``crafter.Env`` (same constructor, frames,
+rewards and info, byte for byte) and ``crafter.VectorEnv``, n envs stepped in native threads
+into one preallocated frame array. When gymnasium (>= 1.0) is installed, importing this
+package registers the env id ``vlm_eval/Crafter-v1`` (see :mod:`vlm_eval.gym`).
+
+The wheel also installs the ``vlm-eval`` command (the native CLI).
+"""
+
+from . import _native
+from . import crafter
+
+__version__: str = _native.__version__
+
+__all__ = ["crafter", "__version__"]
+
+
+def _register_gymnasium() -> None:
+    try:
+        import gymnasium
+    except ImportError:
+        return
+    env_id = "vlm_eval/Crafter-v1"
+    if env_id not in gymnasium.registry:
+        gymnasium.register(
+            id=env_id,
+            entry_point="vlm_eval.gym:CrafterEnv",
+            max_episode_steps=None,
+        )
+
+
+_register_gymnasium()

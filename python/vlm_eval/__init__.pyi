@@ -1,0 +1,3 @@
+from . import crafter as crafter
+
+__version__: str

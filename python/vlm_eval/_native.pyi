@@ -1,0 +1,77 @@
+"""Type stubs of ``vlm_eval._native``, the compiled module (private: use ``vlm_eval.crafter``)."""
+
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+ACTION_NAMES: list[str]
+ITEM_NAMES: list[str]
+ACHIEVEMENT_NAMES: list[str]
+CRAFTER_VERSION: str
+
+def _panic_for_test(in_thread: bool = False) -> None:
+    """Panic in Rust on purpose (a test hook): raises ``pyo3_runtime.PanicException`` (a
+    ``BaseException``), never aborts the interpreter. ``in_thread=True`` panics in a native
+    worker thread with the GIL released, as ``VectorEnv.step`` runs."""
+
+def texture_source(textures: Optional[str] = None, hint: Optional[str] = None, fetch: bool = True) -> str:
+    """``"builtin"`` or the folder of crafter's textures that these arguments resolve to."""
+
+class Env:
+    def __init__(
+        self,
+        area: Tuple[int, int],
+        view: Tuple[int, int],
+        size: Tuple[int, int],
+        reward: bool,
+        length: Optional[int],
+        seed: int,
+        textures: Optional[str] = None,
+        hint: Optional[str] = None,
+        fetch: bool = True,
+    ) -> None: ...
+    def reset(self) -> npt.NDArray[np.uint8]: ...
+    def step(self, action: int) -> Tuple[npt.NDArray[np.uint8], float, bool, dict]: ...
+    def render(self, size: Optional[Tuple[int, int]] = None) -> npt.NDArray[np.uint8]: ...
+    def text(self, fmt: str = "state") -> str: ...
+    def semantic(self) -> npt.NDArray[np.uint8]: ...
+    episode: int
+    @property
+    def step_count(self) -> int: ...
+    @property
+    def world_seed(self) -> int: ...
+    @property
+    def texture_source(self) -> str: ...
+
+class VectorEnv:
+    def __init__(
+        self,
+        seeds: Sequence[int],
+        area: Tuple[int, int],
+        view: Tuple[int, int],
+        size: Tuple[int, int],
+        reward: bool,
+        length: Optional[int],
+        threads: Optional[int],
+        textures: Optional[str] = None,
+        hint: Optional[str] = None,
+        fetch: bool = True,
+    ) -> None: ...
+    @property
+    def obs(self) -> npt.NDArray[np.uint8]: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def num_envs(self) -> int: ...
+    def reset(self) -> npt.NDArray[np.uint8]: ...
+    def step(
+        self, actions: npt.NDArray[np.int64]
+    ) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], npt.NDArray[np.bool_], dict]: ...
+    def infos(self) -> dict: ...
+    episodes: list[int]
+    @property
+    def pending_reset(self) -> list[bool]: ...
+    def text(self, index: int, fmt: str = "state") -> str: ...
+    def close(self) -> None: ...

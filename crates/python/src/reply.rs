@@ -49,14 +49,23 @@ fn judge_reply(
         )));
     }
     // serve-env takes one action per text-protocol reply whatever the cap.
-    let cap = if protocol == Protocol::Text { 1 } else { max_actions };
+    let cap = if protocol == Protocol::Text {
+        1
+    } else {
+        max_actions
+    };
     let judged = vlm_eval_parse::judge_reply(Reply::text(text), protocol, cap, mode);
     let outcome = match judged.outcome {
         vlm_eval_parse::Outcome::Exact => "exact",
         vlm_eval_parse::Outcome::Repaired => "repaired",
         vlm_eval_parse::Outcome::Invalid => "invalid",
     };
-    let ids = judged.parsed.actions.iter().map(|a| u32::from(a.id())).collect();
+    let ids = judged
+        .parsed
+        .actions
+        .iter()
+        .map(|a| u32::from(a.id()))
+        .collect();
     let json = serde_json::to_string(&judged)
         .map_err(|e| PyValueError::new_err(format!("judge_reply: {e}")))?;
     Ok((ids, outcome, json))

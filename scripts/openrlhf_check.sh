@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The OpenRLHF example agent under the real OpenRLHF 0.11.2, against a live `vlm-eval serve-env`:
-# creates (or reuses) the pinned venv .venv-openrlhf, starts the release binary on a free
-# loopback port, runs tests/python/test_crafter_agent.py, and stops the server.
+# The OpenRLHF example agent under the real OpenRLHF 0.11.2, both ways: creates (or reuses) the
+# pinned venv .venv-openrlhf, starts the release binary on a free loopback port, runs
+# tests/python/test_crafter_agent.py with CRAFTER_ENV=http (the agent talks to the server),
+# installs the vlm-eval wheel into the venv (--no-deps) and runs it again with
+# CRAFTER_ENV=inprocess (the agent plays in-process; the server stays the oracle), runs
+# tests/python/test_session_parity.py (vlm_eval.session against the server, document for
+# document), and stops the server. Each part's time is printed.
 #
 #   scripts/openrlhf_check.sh          # needs target/release/vlm-eval (cargo build --release)
 #
+# The wheel: $VLM_EVAL_WHEEL, else the one scripts/python_pkg_check.sh built just before in CI
+# (target/pypkg-wheels), else built here with maturin (.venv-pypkg's, or on PATH) into
+# target/openrlhf-wheels, reusing the CLI binary.
+#
 # Environment: VLM_EVAL_BIN (default target/release/vlm-eval), OPENRLHF_VENV (default
 # .venv-openrlhf), PYTHON (the interpreter that makes the venv; default python3, 3.11: the
-# openrlhf 0.11.2 wheel is built for CPython 3.11).
+# openrlhf 0.11.2 wheel is built for CPython 3.11), VLM_EVAL_WHEEL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,11 +64,38 @@ if [[ -z "$URL" ]]; then
 fi
 echo "serve-env at $URL (log: $LOG)"
 
-if ! CRAFTER_ENV_URL="$URL" timeout 600 "$VENV/bin/python" tests/python/test_crafter_agent.py; then
-  echo "the agent test failed; the server's last lines:" >&2
-  tail -n 20 "$LOG" >&2
-  exit 1
-fi
-rm -f "$LOG"
+run_test() {  # run_test BACKEND FILE
+  if ! CRAFTER_ENV="$1" CRAFTER_ENV_URL="$URL" timeout 600 "$VENV/bin/python" "$2"; then
+    echo "$2 failed (CRAFTER_ENV=$1); the server's last lines:" >&2
+    tail -n 20 "$LOG" >&2
+    exit 1
+  fi
+}
+
+run_test http tests/python/test_crafter_agent.py
 t2=$(date +%s)
-echo "agent test ran in $((t2 - t1)) s"
+echo "agent test (CRAFTER_ENV=http) ran in $((t2 - t1)) s"
+
+# The in-process backend: the vlm-eval wheel in the same venv.
+WHEEL=${VLM_EVAL_WHEEL:-$(compgen -G "target/pypkg-wheels/vlm_eval-*.whl" | head -n 1 || true)}
+if [[ -z "$WHEEL" ]]; then
+  MATURIN=$(command -v .venv-pypkg/bin/maturin maturin | head -n 1 || true)
+  [[ -n "$MATURIN" ]] || { echo "no vlm-eval wheel and no maturin: run scripts/python_pkg_check.sh first, or set VLM_EVAL_WHEEL" >&2; exit 1; }
+  rm -rf target/openrlhf-wheels
+  VLM_EVAL_CLI_BIN=$(realpath "$BIN") "$MATURIN" build --release --quiet \
+    --interpreter "$VENV/bin/python" --out target/openrlhf-wheels
+  WHEEL=$(compgen -G "target/openrlhf-wheels/vlm_eval-*.whl" | head -n 1 || true)
+  [[ -n "$WHEEL" ]] || { echo "maturin made no wheel" >&2; exit 1; }
+fi
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall "$WHEEL" \
+  || { echo "pip could not install $WHEEL" >&2; exit 1; }
+t3=$(date +%s)
+echo "wheel $(basename "$WHEEL") installed in $((t3 - t2)) s"
+
+run_test inprocess tests/python/test_crafter_agent.py
+t4=$(date +%s)
+echo "agent test (CRAFTER_ENV=inprocess) ran in $((t4 - t3)) s"
+run_test inprocess tests/python/test_session_parity.py
+t5=$(date +%s)
+echo "session parity ran in $((t5 - t4)) s; in-process part in all $((t5 - t2)) s"
+rm -f "$LOG"

@@ -1,27 +1,40 @@
-"""Crafter as a multi-turn VLM environment for OpenRLHF, backed by `vlm-eval serve-env`.
+"""Crafter as a multi-turn VLM environment for OpenRLHF, backed by `vlm-eval serve-env` or in-process.
 
 Pass this file to OpenRLHF with `--train.agent_func_path examples/openrlhf/crafter_agent.py`.
 Each dataset row's label is the Crafter seed (see docs/RL.md); its prompt already holds the
 first observation and frame of that seed (built by `make_dataset.py`). Per episode:
 
-* ``reset`` opens a server session for the label's seed (the same world the prompt shows);
-* ``step`` sends the model's raw output to the server, which parses it exactly as the
+* ``reset`` opens a session for the label's seed (the same world the prompt shows);
+* ``step`` hands the model's raw output to the session, which parses it exactly as the
   vlm-eval evaluator does (a reply with no usable action plays ``noop``), steps the game and
   returns rewards, the next observation and frame;
 * the feedback is a Qwen-format user turn with one image placeholder per returned frame, and
   the frames come back as PIL images in ``environment_images``.
 
+Where sessions run is one setting, CRAFTER_ENV: ``http`` (the default) talks to a
+``vlm-eval serve-env`` server; ``inprocess`` plays them in this process with the ``vlm-eval``
+Python package (``pip install vlm-eval``; ``vlm_eval.session``, imported only then): the same
+parser, rules, rewards, observations and frames as the server, with no server, no HTTP and no
+PNG round trip. The HTTP path needs nothing beyond the standard library.
+
 Configuration (environment variables, read when an episode starts):
 
-  CRAFTER_ENV_URL          server address (default http://127.0.0.1:8000)
+  CRAFTER_ENV              ``http`` (default) or ``inprocess``
+  CRAFTER_ENV_URL          server address (default http://127.0.0.1:8000; http only)
   CRAFTER_ENV_TOKEN        bearer token, if the server was started with --token
   CRAFTER_MAX_TURNS        model turns per episode before it is cut off (default 32)
   CRAFTER_EPISODE_LENGTH   game length in env steps (default: the server's)
   CRAFTER_IMAGE_SIZE       frame size in pixels (default: the server's)
   CRAFTER_OBS_FORMAT       text observation format, "state" or "balrog" (default: the server's)
+  CRAFTER_PROTOCOL         how replies are parsed, "tool" or "text" (default: the server's)
+  CRAFTER_MAX_ACTIONS      actions taken from one reply at most, tool protocol (default: the
+                           server's)
   CRAFTER_TIMEOUT_S        HTTP timeout per request (default 60)
   CRAFTER_RESET_WAIT_S     how long ``reset`` keeps retrying while the server is full (503),
                            honouring its Retry-After (default 120; 0: fail at once)
+
+In-process, "the server's" defaults are serve-env's own (64 px, "state", "tool", 8 actions,
+10000 steps), so set CRAFTER_PROTOCOL=text where the server would run with --protocol text.
 
 A label may also be a JSON object, e.g. ``{"seed": 7, "length": 200}``, which overrides the
 length for that row.
@@ -35,10 +48,12 @@ Sessions are closed however an episode ends: on ``done``; when ``execute()`` sto
 context budget ``max_length`` is spent, an exception, cancellation), by ``AgentExecutor``'s
 ``execute`` wrapper; by a finalizer when an instance is dropped; and by
 ``AgentExecutor.shutdown()`` and at interpreter exit for whatever is still open. The server's
-``--idle-timeout`` is the last resort (a killed process runs none of these).
+``--idle-timeout`` is the last resort (a killed process runs none of these). In-process
+sessions are closed the same ways, which frees their memory.
 
 Only the standard library talks to the server (urllib in a worker thread), so the file has
-no dependency beyond what OpenRLHF already installs (torch, Pillow).
+no dependency beyond what OpenRLHF already installs (torch, Pillow); CRAFTER_ENV=inprocess adds
+the ``vlm-eval`` package.
 """
 
 import asyncio
@@ -131,6 +146,73 @@ class CrafterClient:
             pass  # already expired or closed; nothing to free
 
 
+class InProcessClient:
+    """The three calls of :class:`CrafterClient`, answered in this process by
+    ``vlm_eval.session.Session`` (CRAFTER_ENV=inprocess). Errors keep the server's statuses: an
+    unknown session is 404, a finished one 409, bad options 400."""
+
+    # Open sessions of every client in this process, by id.
+    _sessions: Dict[str, Any] = {}
+    _lock = threading.Lock()
+
+    def __init__(self):
+        try:
+            from vlm_eval.session import Session, SessionOver
+        except ImportError as e:
+            raise ImportError(
+                f"CRAFTER_ENV=inprocess needs the vlm-eval Python package ({e}): "
+                "pip install vlm-eval, or set CRAFTER_ENV=http and run `vlm-eval serve-env`"
+            ) from None
+        self._session_cls, self._over = Session, SessionOver
+
+    @classmethod
+    def open_count(cls) -> int:
+        """Sessions open in this process."""
+        with cls._lock:
+            return len(cls._sessions)
+
+    def create(self, seed: int, **options: Any) -> dict:
+        frames = options.pop("frames", None) or "last"
+        try:
+            session = self._session_cls(seed, **{k: v for k, v in options.items() if v is not None})
+            created = session.reset(frames=frames)
+        except (TypeError, ValueError) as e:
+            raise CrafterServerError(f"new session: {e}", 400) from None
+        with self._lock:
+            self._sessions[session.id] = session
+        return created
+
+    def step(self, session_id: str, text: str) -> dict:
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise CrafterServerError(f"step: no session {session_id!r} (closed)", 404)
+        try:
+            return session.step(text)
+        except self._over as e:
+            raise CrafterServerError(f"step: {e}", 409) from None
+
+    def close(self, session_id: str) -> None:
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+
+
+def make_client():
+    """The backend CRAFTER_ENV names: a server client (``http``) or in-process sessions."""
+    backend = os.environ.get("CRAFTER_ENV", "").strip().lower() or "http"
+    if backend == "http":
+        return CrafterClient(
+            os.environ.get("CRAFTER_ENV_URL", "http://127.0.0.1:8000"),
+            os.environ.get("CRAFTER_ENV_TOKEN") or None,
+            float(os.environ.get("CRAFTER_TIMEOUT_S", "60")),
+        )
+    if backend == "inprocess":
+        return InProcessClient()
+    raise ValueError(f"CRAFTER_ENV must be http or inprocess, not {backend!r}")
+
+
 def _env_int(name: str) -> Optional[int]:
     value = os.environ.get(name, "").strip()
     return int(value) if value else None
@@ -153,6 +235,13 @@ def parse_label(label: Any) -> Dict[str, Any]:
 
 def decode_frame(b64_png: str) -> Image.Image:
     return Image.open(io.BytesIO(base64.b64decode(b64_png))).convert("RGB")
+
+
+def frame_image(result: dict) -> Image.Image:
+    """The frame of a step result: a base64 PNG from the server, an array in-process."""
+    if "frame" in result:
+        return Image.fromarray(result["frame"])
+    return decode_frame(result["frame_png_b64"])
 
 
 def feedback_text(result: dict, with_image: bool) -> str:
@@ -209,14 +298,10 @@ _REGISTER: contextvars.ContextVar[Optional[Callable[["AgentInstance"], None]]] =
 
 
 class AgentInstance(AgentInstanceBase):
-    """One Crafter episode, bound to one server session."""
+    """One Crafter episode, bound to one session (on the server, or in-process)."""
 
     def __init__(self, *args, **kwargs):
-        self.client = CrafterClient(
-            os.environ.get("CRAFTER_ENV_URL", "http://127.0.0.1:8000"),
-            os.environ.get("CRAFTER_ENV_TOKEN") or None,
-            float(os.environ.get("CRAFTER_TIMEOUT_S", "60")),
-        )
+        self.client = make_client()
         self.max_turns = _env_int("CRAFTER_MAX_TURNS") or 32
         wait = os.environ.get("CRAFTER_RESET_WAIT_S", "").strip()
         self.reset_wait_s = float(wait) if wait else 120.0
@@ -288,6 +373,8 @@ class AgentInstance(AgentInstanceBase):
             "length": label.get("length", _env_int("CRAFTER_EPISODE_LENGTH")),
             "image_size": _env_int("CRAFTER_IMAGE_SIZE"),
             "obs_format": os.environ.get("CRAFTER_OBS_FORMAT") or None,
+            "protocol": os.environ.get("CRAFTER_PROTOCOL") or None,
+            "max_actions": _env_int("CRAFTER_MAX_ACTIONS"),
             "frames": "none",  # the dataset prompt already carries the first frame
         }
         await self._open(label["seed"], options)
@@ -326,7 +413,7 @@ class AgentInstance(AgentInstanceBase):
             # No <|im_end|> in front: the engine's tokens for this turn already end with it
             # (vLLM's .text leaves it out, its token_ids do not; OpenRLHF appends the tokens).
             feedback = feedback_text(result, with_image=True)
-            images = [decode_frame(result["frame_png_b64"])]
+            images = [frame_image(result)]
         return {
             "rewards": torch.tensor(float(result["reward"])),
             "scores": torch.tensor(self.progression),

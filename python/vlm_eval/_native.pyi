@@ -19,6 +19,14 @@ def _panic_for_test(in_thread: bool = False) -> None:
 def texture_source(textures: Optional[str] = None, hint: Optional[str] = None, fetch: bool = True) -> str:
     """``"builtin"`` or the folder of crafter's textures that these arguments resolve to."""
 
+INVALID_NOTE: str
+
+def judge_reply(
+    text: str, *, protocol: str = "tool", max_actions: int = 8, mode: str = "lenient"
+) -> Tuple[list[int], str, str]:
+    """Judge a model's raw text as ``vlm-eval serve-env`` does: ``(action ids, outcome, parsed
+    JSON)``; no ids when nothing is usable (serve-env then plays one ``noop``)."""
+
 class Env:
     def __init__(
         self,

@@ -149,9 +149,9 @@ fn check_placeholders(text: &str, path: &str) -> Result<(), PromptError> {
     Ok(())
 }
 
-/// The note prepended to the next observation after a reply with no usable action.
-pub const INVALID_NOTE: &str =
-    "Note: your last reply contained no valid action, so `noop` was played.";
+/// The note prepended to the next observation after a reply with no usable action (with the
+/// parser, so that serve-env and the Python module's session say the same).
+pub use vlm_eval_parse::INVALID_NOTE;
 
 #[cfg(test)]
 mod tests {

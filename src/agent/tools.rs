@@ -12,11 +12,9 @@
 
 use serde_json::json;
 
-use crate::crafter::rules::{Action, ACTION_NAMES};
+use crate::crafter::rules::ACTION_NAMES;
 use crate::model::ToolSpec;
-
-/// Name of the one function tool.
-pub const TOOL_NAME: &str = "interact_many";
+pub use vlm_eval_parse::{display_name, TOOL_NAME};
 
 /// The `interact_many` function tool allowing 1..=`max_actions` actions (0 is treated as 1).
 pub fn interact_many_tool(max_actions: usize) -> ToolSpec {
@@ -53,14 +51,10 @@ pub fn interact_many_tool(max_actions: usize) -> ToolSpec {
     }
 }
 
-/// BALROG display name of an action ("Noop", "Move West", …, "Make Iron Sword").
-pub fn display_name(a: Action) -> &'static str {
-    a.display_name()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crafter::rules::Action;
     use serde_json::Value;
 
     #[test]

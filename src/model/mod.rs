@@ -9,7 +9,6 @@ pub mod limit;
 pub mod local;
 pub mod mock;
 pub mod openai;
-pub mod toolxml;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,6 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use attempts::{Attempt, CallFailure, Wait};
+/// Tool calls and Qwen3.5's XML tool-call reader live with the reply parser (`crates/parse`).
+pub use vlm_eval_parse::{toolxml, ToolCall};
 
 /// A message's author.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,17 +38,6 @@ pub enum Part {
     Text(String),
     /// A PNG image (raw file bytes; backends encode it, e.g. as a data URL).
     Png(Arc<Vec<u8>>),
-}
-
-/// A tool call made by the assistant.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// Call id (generated when the server sent none).
-    pub id: String,
-    /// Function name.
-    pub name: String,
-    /// Arguments as sent: usually a JSON string, sometimes an object.
-    pub arguments: Value,
 }
 
 /// One chat message.
@@ -166,6 +156,23 @@ pub struct ChatReply {
     pub attempts: Vec<Attempt>,
     /// The raw response body (for the trajectory log).
     pub raw: Value,
+}
+
+impl ChatReply {
+    /// What the reply parser reads of it: the text, the tool calls and the separate reasoning.
+    pub fn as_reply(&self) -> vlm_eval_parse::Reply<'_> {
+        vlm_eval_parse::Reply {
+            text: self.text.as_deref(),
+            tool_calls: &self.tool_calls,
+            reasoning: self.reasoning.as_deref(),
+        }
+    }
+}
+
+impl<'a> From<&'a ChatReply> for vlm_eval_parse::Reply<'a> {
+    fn from(r: &'a ChatReply) -> vlm_eval_parse::Reply<'a> {
+        r.as_reply()
+    }
 }
 
 /// Why a model call failed.

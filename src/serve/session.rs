@@ -13,12 +13,11 @@ use crate::agent::balrog::{balrog_observation, BalrogObs, BalrogTexts};
 use crate::agent::dialog::PlayOptions;
 use crate::agent::observe::encode_png;
 use crate::agent::observe::{observe, ObsFormat};
-use crate::agent::parse::{judge_reply, Judged, ParserMode, Protocol};
+use crate::agent::parse::{judge_reply, Judged, ParserMode, Protocol, Reply};
 use crate::agent::preset::{Feedback, Layout};
 use crate::agent::prompt::INVALID_NOTE;
 use crate::crafter::rules::item;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES, ITEM_NAMES};
-use crate::model::ChatReply;
 
 /// Options fixed when a session is created.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -290,12 +289,8 @@ impl Session {
         let (actions, parsed, invalid) = match input {
             Input::Actions(a) => (a, None, false),
             Input::Text(text) => {
-                let reply = ChatReply {
-                    text: Some(text),
-                    ..ChatReply::default()
-                };
                 let judged = judge_reply(
-                    &reply,
+                    Reply::text(&text),
                     self.opts.protocol,
                     self.opts.max_actions,
                     self.opts.parser,

@@ -1,6 +1,12 @@
 """examples/openrlhf/crafter_agent.py under the real OpenRLHF 0.11.2, against a live serve-env.
 
     scripts/openrlhf_check.sh     # pinned venv, a live `vlm-eval serve-env`, then this file
+                                  # twice: CRAFTER_ENV=http, then CRAFTER_ENV=inprocess
+
+The agent's backend is CRAFTER_ENV (http by default). With CRAFTER_ENV=inprocess the agent
+plays its sessions in-process (`vlm_eval.session`, the wheel installed into the venv) while the
+server stays the oracle: every episode is replayed on it and must match, and
+`check_backends_agree` drives the same seeds and replies through both backends side by side.
 
 By hand: start `vlm-eval serve-env --port 0 --max-sessions 8` (the full-server checks fill it, so
 keep --max-sessions small) and run
@@ -459,8 +465,59 @@ async def wait_for(predicate, what: str, timeout=20.0):
         await asyncio.sleep(0.02)
 
 
+BACKEND = os.environ.get("CRAFTER_ENV", "").strip().lower() or "http"
+AGENT = None  # the loaded agent module's globals (set by main_async)
+
+
 def open_sessions(url: str) -> int:
+    """Sessions the agent holds open: on the server, or in this process."""
+    if BACKEND == "inprocess":
+        return AGENT.InProcessClient.open_count()
     return metrics(url)["sessions_open"]
+
+
+async def check_backends_agree(agent, url: str) -> None:
+    """The same seeds and model replies through an http and an in-process AgentInstance: the
+    same rewards, scores, done, feedback (executed actions, unlocks, the invalid-reply note,
+    the observation), images and logs, step by step."""
+    replies = REPLIES + [
+        "ACTION: Move West",
+        "\x00\x01 }{ not json [[[",
+        '{"actions": ["place_table", "make_wood_pickaxe", "sleep"',
+        "",
+    ]
+    for label in ("3", json.dumps({"seed": 8, "length": 6}), "-1", "123456789012"):
+        pair = []
+        for backend in ("http", "inprocess"):
+            os.environ["CRAFTER_ENV"] = backend
+            try:
+                inst = agent.AgentInstance()
+            finally:
+                os.environ["CRAFTER_ENV"] = BACKEND
+            assert type(inst.client).__name__ == ("CrafterClient" if backend == "http" else "InProcessClient")
+            await inst.reset({"observation": "p", "label": label})
+            outs = []
+            for text in replies:
+                out = await inst.step({"observation_text": "p", "action_text": text, "label": label})
+                outs.append(out)
+                if out["done"]:
+                    break
+            await inst.aclose()
+            pair.append(outs)
+        http_outs, local_outs = pair
+        assert len(http_outs) == len(local_outs), (label, len(http_outs), len(local_outs))
+        for turn, (h, i) in enumerate(zip(http_outs, local_outs), start=1):
+            where = f"label {label} turn {turn}"
+            assert set(h) == set(i), where
+            assert float(h["rewards"]) == float(i["rewards"]), (where, h["rewards"], i["rewards"])
+            assert float(h["scores"]) == float(i["scores"]), where
+            assert h["done"] == i["done"], where
+            assert h["environment_feedback"] == i["environment_feedback"], where
+            assert h["extra_logs"] == i["extra_logs"], (where, h["extra_logs"], i["extra_logs"])
+            assert len(h["environment_images"]) == len(i["environment_images"]), where
+            for a, b in zip(h["environment_images"], i["environment_images"]):
+                assert a.size == b.size and a.tobytes() == b.tobytes(), f"{where}: frames differ"
+        print(f"backends agree on label {label}: {len(http_outs)} turn(s)", flush=True)
 
 
 async def main_async(url: str, tmp: Path) -> None:
@@ -488,6 +545,9 @@ async def main_async(url: str, tmp: Path) -> None:
     assert isinstance(executor, AgentExecutorBase)
     # The loader does not register the module; its globals are reachable from its classes.
     agent = types.SimpleNamespace(**type(executor).__init__.__globals__)
+    global AGENT
+    AGENT = agent
+    print(f"agent backend: CRAFTER_ENV={BACKEND}", flush=True)
 
     def actor(engine):
         """A RolloutRayActor without Ray or vLLM: the decorated class, its real methods."""
@@ -563,11 +623,13 @@ async def main_async(url: str, tmp: Path) -> None:
     for res in cut:
         assert res["truncated"] is True and res["extra_logs"]["turns"] == 2.0, res["extra_logs"]
         assert len(res["observation_tokens"]) > budget
-    m = metrics(url)
-    assert m["sessions_open"] == 0, f"a budget stop left {m['sessions_open']} session(s) open"
-    # Closed by the agent (DELETE before the episode ended), not left to the idle timeout.
-    assert m["sessions_closed_unfinished"] == before["sessions_closed_unfinished"] + 2, m
-    assert m["sessions_expired"] == before["sessions_expired"] == 0, m
+    left = open_sessions(url)
+    assert left == 0, f"a budget stop left {left} session(s) open"
+    if BACKEND == "http":
+        m = metrics(url)
+        # Closed by the agent (DELETE before the episode ended), not left to the idle timeout.
+        assert m["sessions_closed_unfinished"] == before["sessions_closed_unfinished"] + 2, m
+        assert m["sessions_expired"] == before["sessions_expired"] == 0, m
     print("budget stop: no session left open", flush=True)
 
     # -- An exception in the engine fails the batch but closes its sessions.
@@ -619,13 +681,37 @@ async def main_async(url: str, tmp: Path) -> None:
     # -- A session that vanished (idle expiry, restart) ends the episode instead of raising.
     inst = executor.agent_instance_cls()
     await inst.reset({"observation": "p", "label": "1"})
-    http("DELETE", f"{url}/v1/sessions/{inst.session_id}")
+    inst.client.close(inst.session_id)  # behind the agent's back: it still holds the id
     out = await inst.step({"observation_text": "p", "action_text": "do", "label": "1"})
     assert out["done"] is True and out["extra_logs"]["env_error"] == 1.0
     assert out["environment_feedback"] == "" and out["environment_images"] == []
     del inst
 
-    # -- A full server: reset waits out the 503 (Retry-After), then gives up at its bound.
+    if BACKEND == "http":
+        await check_full_server(agent, executor, url, base)
+    else:
+        # In-process sessions have no server to fill; the backends must agree.
+        await check_backends_agree(agent, url)
+        assert open_sessions(url) == 0
+
+    # -- The agent's pieces.
+    assert agent.parse_label("7") == {"seed": 7}
+    assert agent.parse_label(7) == {"seed": 7}
+    assert agent.parse_label('{"seed": 3, "length": 9}') == {"seed": 3, "length": 9}
+    try:
+        agent.parse_label("{}")
+        raise AssertionError("a label without a seed was accepted")
+    except ValueError:
+        pass
+
+    m = metrics(url)
+    assert m["sessions_open"] == 0 and m["sessions_expired"] == 0, m
+    assert m["sessions_open_finished"] == 0, m
+    assert m["resets"] == m["sessions_open"] + m["sessions_closed"] + m["sessions_expired"], m
+
+
+async def check_full_server(agent, executor, url: str, base: dict) -> None:
+    """A full server: reset waits out the 503 (Retry-After), then gives up at its bound."""
     m = metrics(url)
     fill = m["max_sessions"] - m["sessions_open"]
     assert 0 < fill <= 16, f"start the server with a small --max-sessions (got {m['max_sessions']})"
@@ -659,21 +745,6 @@ async def main_async(url: str, tmp: Path) -> None:
     await inst.aclose()
     print(f"full server: reset waited for a slot, gave up after {waited:.1f} s", flush=True)
 
-    # -- The agent's pieces.
-    assert agent.parse_label("7") == {"seed": 7}
-    assert agent.parse_label(7) == {"seed": 7}
-    assert agent.parse_label('{"seed": 3, "length": 9}') == {"seed": 3, "length": 9}
-    try:
-        agent.parse_label("{}")
-        raise AssertionError("a label without a seed was accepted")
-    except ValueError:
-        pass
-
-    m = metrics(url)
-    assert m["sessions_open"] == 0 and m["sessions_expired"] == 0, m
-    assert m["sessions_open_finished"] == 0, m
-    assert m["resets"] == m["sessions_open"] + m["sessions_closed"] + m["sessions_expired"], m
-
 
 def main() -> int:
     url = os.environ.get("CRAFTER_ENV_URL")
@@ -686,7 +757,7 @@ def main() -> int:
     os.environ["CRAFTER_RESET_WAIT_S"] = "10"
     with tempfile.TemporaryDirectory(prefix="crafter-agent-test-") as tmp:
         asyncio.run(main_async(url, Path(tmp)))
-    print("all agent checks passed")
+    print(f"all agent checks passed (CRAFTER_ENV={BACKEND})")
     return 0
 
 

@@ -3,6 +3,7 @@
 //! here is private to it and may change without notice.
 
 mod convert;
+mod reply;
 mod single;
 mod textures;
 mod vector;
@@ -49,5 +50,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<vector::VectorEnv>()?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(textures::texture_source, m)?)?;
+    reply::register(m)?;
     Ok(())
 }

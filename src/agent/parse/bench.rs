@@ -15,8 +15,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{parse_reply, parse_reply_unbounded, Protocol};
-use crate::model::{ChatReply, ToolCall};
+use super::{parse_reply, parse_reply_unbounded, Protocol, ReplyBuf, ToolCall};
 
 /// One measurement.
 #[derive(Clone, Debug, Serialize)]
@@ -39,10 +38,10 @@ pub struct ParseBenchRow {
     pub actions: usize,
 }
 
-fn text(t: String) -> ChatReply {
-    ChatReply {
+fn text(t: String) -> ReplyBuf {
+    ReplyBuf {
         text: Some(t),
-        ..ChatReply::default()
+        ..ReplyBuf::default()
     }
 }
 
@@ -59,7 +58,7 @@ fn call(arguments: Value) -> ToolCall {
 }
 
 /// The adversarial replies of about `size` bytes, by name.
-pub fn shapes(size: usize) -> Vec<(&'static str, ChatReply)> {
+pub fn shapes(size: usize) -> Vec<(&'static str, ReplyBuf)> {
     let mut out = vec![
         (
             "repeated ACTION: on one line",
@@ -93,19 +92,19 @@ pub fn shapes(size: usize) -> Vec<(&'static str, ChatReply)> {
     }
     out.push((
         "arguments encoded 5 times",
-        ChatReply {
+        ReplyBuf {
             tool_calls: vec![call(json!({"actions": nested}))],
-            ..ChatReply::default()
+            ..ReplyBuf::default()
         },
     ));
     let one = json!({"actions": ["noop"], "reasoning": "keep going"}).to_string();
     out.push((
         "many tool calls",
-        ChatReply {
+        ReplyBuf {
             tool_calls: (0..(size / one.len()).max(1))
                 .map(|_| call(Value::String(one.clone())))
                 .collect(),
-            ..ChatReply::default()
+            ..ReplyBuf::default()
         },
     ));
     out.push((
@@ -153,7 +152,7 @@ pub fn thread_cpu_s() -> f64 {
 }
 
 /// Bytes of text and tool-call arguments.
-fn reply_bytes(reply: &ChatReply) -> usize {
+fn reply_bytes(reply: &ReplyBuf) -> usize {
     reply.text.as_deref().map_or(0, str::len)
         + reply
             .tool_calls

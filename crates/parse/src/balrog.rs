@@ -5,8 +5,8 @@
 //! Noop. Whitespace is Python's (`str.isspace`), which also counts U+001C..U+001F.
 
 use super::{display_name, ParseSource, Parsed, MAX_UNKNOWN_CHARS};
-use crate::crafter::rules::Action;
-use crate::model::ChatReply;
+use crate::Reply;
+use vlm_eval_crafter::rules::Action;
 
 /// Python's `str.isspace` for one character.
 pub fn py_isspace(c: char) -> bool {
@@ -35,8 +35,8 @@ pub fn balrog_action(completion: &str) -> Option<Action> {
 }
 
 /// Parse a reply by BALROG's rule: one action or nothing.
-pub(super) fn parse_balrog(reply: &ChatReply) -> Parsed {
-    let completion = balrog_completion(reply.text.as_deref().unwrap_or(""));
+pub(super) fn parse_balrog(reply: &Reply<'_>) -> Parsed {
+    let completion = balrog_completion(reply.text.unwrap_or(""));
     let action = balrog_action(&completion);
     let unknown = match action {
         None if !completion.trim().is_empty() => {
@@ -61,19 +61,16 @@ pub(super) fn parse_balrog(reply: &ChatReply) -> Parsed {
 
 /// Whether BALROG accepts the reply without its character filter changing anything (the
 /// stripped reply is already an action name).
-pub(super) fn balrog_exact(reply: &ChatReply) -> bool {
-    balrog_action(py_strip(reply.text.as_deref().unwrap_or(""))).is_some()
+pub(super) fn balrog_exact(reply: &Reply<'_>) -> bool {
+    balrog_action(py_strip(reply.text.unwrap_or(""))).is_some()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn reply(text: &str) -> ChatReply {
-        ChatReply {
-            text: Some(text.into()),
-            ..ChatReply::default()
-        }
+    fn reply(text: &str) -> Reply<'_> {
+        Reply::text(text)
     }
 
     #[test]

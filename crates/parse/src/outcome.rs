@@ -14,10 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::balrog::{balrog_exact, parse_balrog};
-use super::{parse_reply, Parsed, Protocol};
-use crate::agent::tools::{display_name, TOOL_NAME};
-use crate::crafter::rules::Action;
-use crate::model::ChatReply;
+use super::{display_name, parse_reply, Parsed, Protocol, Reply, TOOL_NAME};
+use vlm_eval_crafter::rules::Action;
 
 /// How a reply's format was judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +30,8 @@ pub enum Outcome {
 }
 
 /// Which rule judges replies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ParserMode {
     /// Recover actions from almost any reply (see the parse module's stages).
@@ -77,17 +76,18 @@ impl Judged {
 }
 
 /// Parse and judge a reply under a parser mode.
-pub fn judge_reply(
-    reply: &ChatReply,
+pub fn judge_reply<'a>(
+    reply: impl Into<Reply<'a>>,
     protocol: Protocol,
     max_actions: usize,
     mode: ParserMode,
 ) -> Judged {
+    let reply = reply.into();
     if mode == ParserMode::Balrog {
-        let parsed = parse_balrog(reply);
+        let parsed = parse_balrog(&reply);
         let outcome = if parsed.actions.is_empty() {
             Outcome::Invalid
-        } else if balrog_exact(reply) {
+        } else if balrog_exact(&reply) {
             Outcome::Exact
         } else {
             Outcome::Repaired
@@ -99,7 +99,7 @@ pub fn judge_reply(
         };
     }
     let mut parsed = parse_reply(reply, protocol, max_actions);
-    let outcome = classify(reply, protocol, max_actions, &parsed);
+    let outcome = classify(&reply, protocol, max_actions, &parsed);
     if mode == ParserMode::Strict && outcome == Outcome::Repaired {
         parsed.actions.clear();
         return Judged {
@@ -117,7 +117,7 @@ pub fn judge_reply(
 
 /// The outcome of a lenient parse.
 pub fn classify(
-    reply: &ChatReply,
+    reply: &Reply<'_>,
     protocol: Protocol,
     max_actions: usize,
     parsed: &Parsed,
@@ -139,8 +139,8 @@ pub fn classify(
 }
 
 /// The actions of a reply that is exactly one well-formed `interact_many` call.
-fn exact_tool_call(reply: &ChatReply, max_actions: usize) -> Option<Vec<Action>> {
-    let [call] = reply.tool_calls.as_slice() else {
+fn exact_tool_call(reply: &Reply<'_>, max_actions: usize) -> Option<Vec<Action>> {
+    let [call] = reply.tool_calls else {
         return None;
     };
     if call.name != TOOL_NAME {
@@ -168,11 +168,11 @@ fn exact_tool_call(reply: &ChatReply, max_actions: usize) -> Option<Vec<Action>>
 }
 
 /// The action of a reply whose last non-blank line is exactly `ACTION: <name>`.
-fn exact_text(reply: &ChatReply) -> Option<Action> {
+fn exact_text(reply: &Reply<'_>) -> Option<Action> {
     if !reply.tool_calls.is_empty() {
         return None;
     }
-    let text = reply.text.as_deref()?;
+    let text = reply.text?;
     let last = text.lines().rev().find(|l| !l.trim().is_empty())?.trim();
     let name = last.strip_prefix("ACTION: ")?;
     Action::ALL
@@ -183,35 +183,35 @@ fn exact_text(reply: &ChatReply) -> Option<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolCall;
+    use crate::{ReplyBuf, ToolCall};
     use serde_json::json;
 
-    fn call(name: &str, args: Value) -> ChatReply {
-        ChatReply {
+    fn call(name: &str, args: Value) -> ReplyBuf {
+        ReplyBuf {
             tool_calls: vec![ToolCall {
                 id: "c".into(),
                 name: name.into(),
                 arguments: args,
             }],
-            ..ChatReply::default()
+            ..ReplyBuf::default()
         }
     }
 
-    fn text(t: &str) -> ChatReply {
-        ChatReply {
+    fn text(t: &str) -> ReplyBuf {
+        ReplyBuf {
             text: Some(t.into()),
-            ..ChatReply::default()
+            ..ReplyBuf::default()
         }
     }
 
-    fn outcome(r: &ChatReply, p: Protocol, mode: ParserMode) -> Outcome {
+    fn outcome(r: &ReplyBuf, p: Protocol, mode: ParserMode) -> Outcome {
         judge_reply(r, p, 8, mode).outcome
     }
 
     #[test]
     fn tool_calls() {
         use Outcome::*;
-        let t = |r: &ChatReply| outcome(r, Protocol::Tool, ParserMode::Lenient);
+        let t = |r: &ReplyBuf| outcome(r, Protocol::Tool, ParserMode::Lenient);
         let good = json!("{\"actions\": [\"move_left\", \"do\"], \"reasoning\": \"tree\"}");
         assert_eq!(t(&call("interact_many", good)), Exact);
         assert_eq!(
@@ -261,10 +261,7 @@ mod tests {
         let t = "Wood first.\n\n<tool_call>\n<function=interact_many>\n<parameter=actions>\n[\"do\", \"move_left\"]\n</parameter>\n</function>\n</tool_call>";
         let j = judge_reply(&text(t), Protocol::Tool, 4, ParserMode::Lenient);
         assert_eq!(j.parsed.actions, vec![Action::Do, Action::MoveLeft]);
-        assert_eq!(
-            j.parsed.source,
-            crate::agent::parse::ParseSource::ToolJsonInText
-        );
+        assert_eq!(j.parsed.source, crate::ParseSource::ToolJsonInText);
         assert_eq!(j.outcome, Outcome::Repaired);
         assert_eq!(j.parsed.reasoning.as_deref(), Some("Wood first."));
         let strict = judge_reply(&text(t), Protocol::Tool, 4, ParserMode::Strict);

@@ -4,7 +4,7 @@ use super::lenient::Lenient;
 use super::names::*;
 use super::toolcall::*;
 use super::*;
-use crate::model::ToolCall;
+use crate::{ReplyBuf, ToolCall};
 use serde_json::json;
 use Action::*;
 
@@ -16,15 +16,15 @@ fn call(name: &str, arguments: Value) -> ToolCall {
     }
 }
 
-fn tool_reply(calls: Vec<ToolCall>) -> ChatReply {
-    ChatReply {
+fn tool_reply(calls: Vec<ToolCall>) -> ReplyBuf {
+    ReplyBuf {
         tool_calls: calls,
         ..Default::default()
     }
 }
 
-fn text_reply(text: &str) -> ChatReply {
-    ChatReply {
+fn text_reply(text: &str) -> ReplyBuf {
+    ReplyBuf {
         text: Some(text.into()),
         ..Default::default()
     }
@@ -764,7 +764,7 @@ fn text_nothing_usable() {
         assert_eq!(p.source, ParseSource::None, "{t}");
         assert_eq!(p.truncated, 0);
     }
-    let p = parse_reply(&ChatReply::default(), Protocol::Tool, 8);
+    let p = parse_reply(&ReplyBuf::default(), Protocol::Tool, 8);
     assert!(p.actions.is_empty());
     assert_eq!(p.source, ParseSource::None);
     assert_eq!(p.reasoning, None);
@@ -843,13 +843,19 @@ fn parsed_serialises() {
 }
 
 #[test]
-fn protocol_serde_and_clap() {
-    use clap::ValueEnum;
+fn protocol_serde() {
     assert_eq!(serde_json::to_value(Protocol::Tool).unwrap(), json!("tool"));
     assert_eq!(
         serde_json::from_value::<Protocol>(json!("text")).unwrap(),
         Protocol::Text
     );
+}
+
+/// Needs the `clap` feature: `cargo test -p vlm-eval-parse --features clap`.
+#[cfg(feature = "clap")]
+#[test]
+fn protocol_clap() {
+    use clap::ValueEnum;
     assert_eq!(Protocol::from_str("tool", true).unwrap(), Protocol::Tool);
     assert_eq!(Protocol::from_str("TEXT", true).unwrap(), Protocol::Text);
     assert_eq!(Protocol::value_variants().len(), 2);

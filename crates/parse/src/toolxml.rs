@@ -18,7 +18,7 @@
 
 use serde_json::{Map, Value};
 
-use super::ToolCall;
+use crate::ToolCall;
 
 /// Most calls read from one reply (the rest is ignored).
 const MAX_CALLS: usize = 64;

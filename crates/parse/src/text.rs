@@ -3,7 +3,7 @@
 
 use super::names::{is_display_key, normalize_action, strip_wrappers};
 use super::{Hit, Unknowns, MAX_MARKERS, MAX_PIECES};
-use crate::crafter::rules::Action;
+use vlm_eval_crafter::rules::Action;
 
 /// Split a list of actions ("a, b then c") and normalise each piece; returns (actions, bad).
 /// With `stop_on_bad`, returns as soon as one piece fails.

@@ -6,12 +6,10 @@
 //! [`Cut`] in the parsed result, so a model stuck in a repetition loop costs the parser a
 //! bounded, linear amount of work and leaves a trace.
 
-use std::borrow::Cow;
-
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::{ChatReply, ToolCall};
+use crate::{Reply, ReplyBuf, ToolCall};
 
 /// Most reply-text bytes read: the first half and the last half of it.
 pub const MAX_TEXT: usize = 64 * 1024;
@@ -39,9 +37,9 @@ pub struct Cut {
     pub search_stopped: bool,
 }
 
-/// The reply as the parser reads it, and what was cut (if anything).
-pub(super) fn bound_reply(reply: &ChatReply) -> (Cow<'_, ChatReply>, Option<Cut>) {
-    let text = reply.text.as_deref().unwrap_or("");
+/// The reply cut to the bound (`None`: it fits and is read as it is), and what was cut.
+pub(super) fn bound_reply(reply: Reply<'_>) -> (Option<ReplyBuf>, Option<Cut>) {
+    let text = reply.text.unwrap_or("");
     let calls = reply.tool_calls.len();
     let long_args = reply
         .tool_calls
@@ -50,7 +48,7 @@ pub(super) fn bound_reply(reply: &ChatReply) -> (Cow<'_, ChatReply>, Option<Cut>
         .filter(|c| matches!(&c.arguments, Value::String(s) if s.len() > MAX_ARGS))
         .count();
     if text.len() <= MAX_TEXT && calls <= MAX_CALLS && long_args == 0 {
-        return (Cow::Borrowed(reply), None);
+        return (None, None);
     }
     let kept_text = head_and_tail(text, MAX_TEXT);
     let tool_calls: Vec<ToolCall> = reply
@@ -76,16 +74,12 @@ pub(super) fn bound_reply(reply: &ChatReply) -> (Cow<'_, ChatReply>, Option<Cut>
         arguments_cut: long_args,
         search_stopped: false,
     };
-    let bounded = ChatReply {
-        text: match kept_text {
-            Some(t) => Some(t),
-            None => reply.text.clone(),
-        },
+    let bounded = ReplyBuf {
+        text: kept_text.or_else(|| reply.text.map(str::to_string)),
         tool_calls,
-        reasoning: reply.reasoning.clone(),
-        ..ChatReply::default()
+        reasoning: reply.reasoning.map(str::to_string),
     };
-    (Cow::Owned(bounded), Some(cut))
+    (Some(bounded), Some(cut))
 }
 
 /// `text` cut to about `max` bytes: its first and last halves joined by a blank line (`None`
@@ -120,7 +114,7 @@ fn ceil_boundary(s: &str, at: usize) -> usize {
 
 /// The work budget of the structured search for a reply of this size (bytes of text and
 /// arguments read): a few passes over it, plus a floor for small replies.
-pub(super) fn fuel_for(reply: &ChatReply) -> usize {
+pub(super) fn fuel_for(reply: &Reply<'_>) -> usize {
     let args: usize = reply
         .tool_calls
         .iter()
@@ -129,7 +123,7 @@ pub(super) fn fuel_for(reply: &ChatReply) -> usize {
             other => other.to_string().len().min(16 * MAX_ARGS),
         })
         .sum();
-    let text = reply.text.as_deref().map_or(0, str::len);
+    let text = reply.text.map_or(0, str::len);
     8 * (text + args) + (1 << 16)
 }
 
@@ -139,23 +133,15 @@ mod tests {
 
     #[test]
     fn small_replies_pass_untouched() {
-        let reply = ChatReply {
-            text: Some("ACTION: noop".into()),
-            ..ChatReply::default()
-        };
-        let (r, cut) = bound_reply(&reply);
-        assert!(matches!(r, Cow::Borrowed(_)));
-        assert_eq!(cut, None);
+        let (r, cut) = bound_reply(Reply::text("ACTION: noop"));
+        assert_eq!((r, cut), (None, None));
     }
 
     #[test]
     fn long_text_keeps_its_start_and_end() {
         let text = format!("é{}ACTION: do", "ACTION: ".repeat(40_000));
-        let reply = ChatReply {
-            text: Some(text.clone()),
-            ..ChatReply::default()
-        };
-        let (r, cut) = bound_reply(&reply);
+        let (r, cut) = bound_reply(Reply::text(&text));
+        let r = r.unwrap();
         let kept = r.text.as_deref().unwrap();
         assert!(kept.starts_with("éACTION: ") && kept.ends_with("ACTION: do"));
         assert!(kept.len() <= MAX_TEXT + 2);
@@ -171,17 +157,13 @@ mod tests {
     #[test]
     fn the_parse_records_the_cut_and_still_finds_the_action() {
         use super::super::{parse_reply, Protocol, Unknowns};
-        use crate::crafter::Action;
+        use vlm_eval_crafter::Action;
         // A model stuck repeating "ACTION: " that finally says what it does.
         let text = format!(
             "Let me think.{}\nACTION: Move West",
             "ACTION: ".repeat(40_000)
         );
-        let reply = ChatReply {
-            text: Some(text.clone()),
-            ..ChatReply::default()
-        };
-        let p = parse_reply(&reply, Protocol::Text, 1);
+        let p = parse_reply(Reply::text(&text), Protocol::Text, 1);
         assert_eq!(p.actions, [Action::MoveLeft]);
         let cut = p.cut.clone().unwrap();
         assert_eq!(cut.text_bytes, text.len());
@@ -193,11 +175,7 @@ mod tests {
         assert_eq!(json["cut"]["text_bytes"], text.len());
         assert!(json["cut"].get("search_stopped").is_none());
         // A reply that fits leaves no trace.
-        let small = ChatReply {
-            text: Some("ACTION: Move West".into()),
-            ..ChatReply::default()
-        };
-        let p = parse_reply(&small, Protocol::Text, 1);
+        let p = parse_reply(Reply::text("ACTION: Move West"), Protocol::Text, 1);
         assert_eq!(p.cut, None);
         assert!(serde_json::to_value(&p).unwrap().get("cut").is_none());
 
@@ -222,11 +200,12 @@ mod tests {
             "x".repeat(MAX_ARGS)
         )))];
         calls.extend((0..1000).map(|_| call(serde_json::json!({"actions": ["noop"]}))));
-        let reply = ChatReply {
-            tool_calls: calls,
-            ..ChatReply::default()
+        let reply = Reply {
+            tool_calls: &calls,
+            ..Reply::default()
         };
-        let (r, cut) = bound_reply(&reply);
+        let (r, cut) = bound_reply(reply);
+        let r = r.unwrap();
         assert_eq!(r.tool_calls.len(), MAX_CALLS);
         assert_eq!(
             r.tool_calls[0].arguments.as_str().map(str::len),

@@ -2,7 +2,7 @@
 //! names and the aliases listed in the parent module's documentation.
 
 use super::{display_name, MAX_NORMALIZE_LEN};
-use crate::crafter::rules::Action;
+use vlm_eval_crafter::rules::Action;
 
 /// Normalise one action string: canonical names, case/space/hyphen/camelCase variants, BALROG
 /// display names, unambiguous aliases (see the module table) and numeric ids "0".."16".

@@ -10,8 +10,8 @@ use super::{
     Unknowns, ACTION_KEYS, ARG_KEYS, ITEM_KEYS, MAX_DEPTH, MAX_JSON_STARTS, MAX_UNKNOWN_CHARS,
     REASONING_KEYS,
 };
-use crate::crafter::rules::Action;
-use crate::model::{ChatReply, ToolCall};
+use crate::{Reply, ToolCall};
+use vlm_eval_crafter::rules::Action;
 
 /// Parse a tool-argument string: strict JSON, then lenient; a non-JSON string stays a string.
 pub(super) fn parse_args_string(s: &str, depth: usize) -> Value {
@@ -282,9 +282,9 @@ pub(super) fn merge(acc: &mut Option<Found>, f: Found) {
     }
 }
 
-pub(super) fn stage_tool_calls(reply: &ChatReply, body: &str, unk: &mut Unknowns) -> Option<Hit> {
+pub(super) fn stage_tool_calls(reply: &Reply<'_>, body: &str, unk: &mut Unknowns) -> Option<Hit> {
     let mut all: Option<Found> = None;
-    for call in &reply.tool_calls {
+    for call in reply.tool_calls {
         if let Some(f) = from_tool_call(call, unk) {
             merge(&mut all, f);
         }
@@ -324,7 +324,7 @@ pub(super) fn stage_xml_in_text(body: &str, unk: &mut Unknowns) -> Option<Hit> {
     if !unk.charge(body.len() / 64 + 1) {
         return None;
     }
-    let (content, calls) = crate::model::toolxml::parse_xml_tool_calls(body)?;
+    let (content, calls) = crate::toolxml::parse_xml_tool_calls(body)?;
     let mut all: Option<Found> = None;
     for call in &calls {
         if let Some(f) = from_tool_call(call, unk) {

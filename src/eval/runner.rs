@@ -262,7 +262,7 @@ pub async fn run_shown(
             }))
         })
         .buffer_unordered(opts.concurrency.max(1));
-    tokio::pin!(tasks);
+    let mut tasks = Box::pin(tasks);
     let mut played = 0;
     let mut interrupted = false;
     let ctrl_c = tokio::signal::ctrl_c();
@@ -283,6 +283,8 @@ pub async fn run_shown(
             }
         }
     }
+    // After an interrupt, stop the episodes still playing before the summary is read.
+    drop(tasks);
     bar.finish_and_clear();
     let wanted: std::collections::HashSet<i64> = opts.seeds.iter().copied().collect();
     let episodes: Vec<EpisodeResult> = read_episodes(&store.root)?

@@ -1,7 +1,7 @@
 //! Frames by hash and replay (`--frames`, `vlm-eval replay`): a run with `--frames none` then
 //! `replay` gives files byte-identical to the same run with `--frames all`, at 64 and 256 px
 //! with night frames, and under the balrog preset (its reset Noop and double render); every
-//! frame's recorded sha256 is that of the file the `all` run wrote; `sent` keeps exactly the
+//! frame's recorded hash is `rgb-sha256` of the pixels of the file the `all` run wrote; `sent` keeps exactly the
 //! frames the model was shown; readers (export-sft, report) replay what is missing; a hand-edited
 //! trajectory stops replay at the edited step; bad input exits 2 with one line.
 
@@ -50,6 +50,16 @@ fn sha(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
+/// The `rgb-sha256` of a PNG file as docs/FORMATS.md defines it, computed here from the image
+/// crate's decoding: sha256 of width and height (u32 LE) then the RGB rows.
+fn pixel_sha(png: &[u8]) -> String {
+    let img = image::load_from_memory(png).unwrap().into_rgb8();
+    let mut bytes = img.width().to_le_bytes().to_vec();
+    bytes.extend_from_slice(&img.height().to_le_bytes());
+    bytes.extend_from_slice(img.as_raw());
+    sha(&bytes)
+}
+
 /// Every PNG under a folder (recursively), by path relative to it.
 fn pngs(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
@@ -85,30 +95,36 @@ fn play(out: &Path, name: &str, frames: &str, extra: &[&str]) -> PathBuf {
     out.join(name)
 }
 
-/// The `all` run's frames against the trajectory's hashes: every executed frame's
+/// The `all` run's frames against the trajectory's hashes (of the files' decoded pixels):
+/// every executed frame's
 /// `frame_sha256`, every sent frame's `frame.sha256`, the reset frames and the episode hash.
 fn hashes_match_files(run: &Path, seed: i64) {
     let ep_dir = run.join(format!("episodes/seed_{seed}"));
     let file =
         |step: u64| std::fs::read(ep_dir.join(format!("frames/step_{step:04}.png"))).unwrap();
     let ep = json(&ep_dir.join("episode.json"));
+    assert_eq!(ep["frames"]["hash"], "rgb-sha256");
+    assert_eq!(json(&run.join("run.json"))["frame_hash"], "rgb-sha256");
     let mut all = BTreeMap::new();
     for r in ep["frames"]["reset"].as_array().unwrap() {
         let step = r["step"].as_u64().unwrap();
         assert_eq!(
             r["sha256"].as_str().unwrap(),
-            sha(&file(step)),
+            pixel_sha(&file(step)),
             "reset {step}"
         );
         all.insert(step, r["sha256"].as_str().unwrap().to_string());
     }
     for t in lines(&ep_dir.join("trajectory.jsonl")) {
         let step = t["step"].as_u64().unwrap();
-        assert_eq!(t["frame"]["sha256"].as_str().unwrap(), sha(&file(step)));
+        assert_eq!(
+            t["frame"]["sha256"].as_str().unwrap(),
+            pixel_sha(&file(step))
+        );
         for e in t["executed"].as_array().into_iter().flatten() {
             let step = e["step"].as_u64().unwrap();
             let h = e["frame_sha256"].as_str().unwrap();
-            assert_eq!(h, sha(&file(step)), "step {step}");
+            assert_eq!(h, pixel_sha(&file(step)), "step {step}");
             all.insert(step, h.to_string());
         }
     }
@@ -489,4 +505,180 @@ fn bad_input_exits_2_with_one_line() {
         &["replay", notraj.to_str().unwrap()],
         &["seed 0", "no trajectory"],
     );
+}
+
+/// Copy a folder tree.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// A run written before `rgb-sha256` (tests/fixtures/png-sha256-run: `vlm-eval run --model
+/// mock --seeds 2 --steps 3 --frames none` by the binary of commit c10a747, built-in sprites)
+/// still replays, checked by re-encoding each frame as PNG, and says so; its replayed files
+/// hash to what it recorded; export-sft reads it; a resume adds an `rgb-sha256` episode beside
+/// its `png-sha256` ones and run.json says `mixed`; an edited PNG hash stops replay.
+#[test]
+fn a_run_with_png_hashes_still_replays_and_says_so() {
+    let d = tmp("png-run");
+    let run = d.join("png-sha256-run");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/png-sha256-run"),
+        &run,
+    );
+    let info = json(&run.join("run.json"));
+    assert!(info.get("frame_hash").is_none(), "an honest old run");
+    assert_eq!(info["textures"]["kind"], "builtin");
+    for seed in 0..2 {
+        let ep = json(&run.join(format!("episodes/seed_{seed}/episode.json")));
+        assert!(ep["frames"].get("hash").is_none());
+    }
+
+    let o = vlm_eval(&["replay", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        out.matches("against their png-sha256 hashes").count(),
+        2,
+        "{out}"
+    );
+
+    // The replayed files are the PNGs whose bytes the run hashed.
+    let files = d.join("files");
+    let o = vlm_eval(&[
+        "replay",
+        run.to_str().unwrap(),
+        "--out",
+        files.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut checked = 0;
+    for seed in 0..2 {
+        let ep_dir = run.join(format!("episodes/seed_{seed}"));
+        for t in lines(&ep_dir.join("trajectory.jsonl")) {
+            for e in t["executed"].as_array().into_iter().flatten() {
+                let step = e["step"].as_u64().unwrap();
+                let png = std::fs::read(
+                    files.join(format!("episodes/seed_{seed}/frames/step_{step:04}.png")),
+                )
+                .unwrap();
+                assert_eq!(e["frame_sha256"].as_str().unwrap(), sha(&png));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 6, "{checked} frames");
+
+    // export-sft replays the frames and checks them against the PNG hashes.
+    let o = vlm_eval(&[
+        "export-sft",
+        run.to_str().unwrap(),
+        "--out",
+        d.join("sft.jsonl").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(d.join("sft.jsonl"))
+        .unwrap()
+        .contains("data:image/png;base64,"));
+
+    // An edited PNG hash stops the replay at its step, naming the hash kind.
+    let path = run.join("episodes/seed_1/trajectory.jsonl");
+    let original = std::fs::read(&path).unwrap();
+    let mut rows = lines(&path);
+    let e = &mut rows[0]["executed"][0];
+    let step = e["step"].as_u64().unwrap();
+    e["frame_sha256"] = Value::String("0".repeat(64));
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let o = vlm_eval(&["replay", run.to_str().unwrap(), "--seed", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("seed 1 step {step}:")) && e.contains("png-sha256"),
+        "{e}"
+    );
+    std::fs::write(&path, original).unwrap();
+
+    // A resume with one more seed: the new episode holds rgb-sha256, the old ones keep theirs.
+    // It must find the built-in sprites, as the old run did (no cache, no CRAFTER_ASSETS).
+    let empty_cache = d.join("empty-cache");
+    std::fs::create_dir_all(&empty_cache).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(["run", "--model", "mock", "--seeds", "3", "--steps", "3"])
+        .args([
+            "--frames",
+            "none",
+            "--quiet",
+            "--run-name",
+            "png-sha256-run",
+        ])
+        .arg("--out")
+        .arg(&d)
+        .env_remove("CRAFTER_ASSETS")
+        .env("VLM_EVAL_CACHE", &empty_cache)
+        .env("VLM_EVAL_NO_FETCH", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info = json(&run.join("run.json"));
+    if info["textures"]["kind"] != "builtin" {
+        eprintln!(
+            "skipping the mixed-hash resume check: this machine finds crafter's official textures even without a cache (an installed crafter), the old run used the built-in sprites"
+        );
+        return;
+    }
+    assert_eq!(info["frame_hash"], "mixed");
+    assert_eq!(
+        json(&run.join("episodes/seed_2/episode.json"))["frames"]["hash"],
+        "rgb-sha256"
+    );
+    assert!(json(&run.join("episodes/seed_0/episode.json"))["frames"]
+        .get("hash")
+        .is_none());
+    let o = vlm_eval(&["replay", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        out.matches("against their png-sha256 hashes").count(),
+        2,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("against their rgb-sha256 hashes").count(),
+        1,
+        "{out}"
+    );
+}
+
+#[test]
+fn the_pixel_hash_is_the_documented_byte_layout() {
+    use vlm_eval::results::frames::{rgb_sha256, FrameHashKind};
+    // hashlib.sha256(struct.pack('<II', 2, 1) + bytes([1, 2, 3, 4, 5, 6])), in Python.
+    let want = "f25af82c68d29a6c012779bae23ccc6e5640b399d8b0e0b4eddb25ea7f2a61dd";
+    assert_eq!(rgb_sha256(&[1, 2, 3, 4, 5, 6], 2, 1), want);
+    // A PNG of those pixels hashes to the same under `rgb-sha256`, to its bytes under
+    // `png-sha256`; bytes that are not a PNG are refused with a reason.
+    let mut png = Vec::new();
+    image::RgbImage::from_raw(2, 1, vec![1, 2, 3, 4, 5, 6])
+        .unwrap()
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    assert_eq!(FrameHashKind::Rgb.of_png(&png).unwrap(), want);
+    assert_eq!(FrameHashKind::Png.of_png(&png).unwrap(), sha(&png));
+    assert!(FrameHashKind::Rgb
+        .of_png(b"not a png")
+        .unwrap_err()
+        .contains("not a readable PNG"));
+    assert_eq!(
+        serde_json::to_value(FrameHashKind::Rgb).unwrap(),
+        "rgb-sha256"
+    );
+    assert_eq!(FrameHashKind::default().as_str(), "png-sha256");
 }

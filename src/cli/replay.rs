@@ -1,6 +1,7 @@
 //! `vlm-eval replay RUN`: play a run's recorded actions again, check every frame against the
-//! sha256 the run recorded, and write the frames to `--out DIR` (or, with `--restore`, the ones
-//! the run folder lacks back into it). Without either it only checks.
+//! hash the run recorded (each episode says which: the raw pixels, or the PNG for older runs),
+//! and write the frames to `--out DIR` (or, with `--restore`, the ones the run folder lacks
+//! back into it). Without either it only checks.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -11,8 +12,8 @@ use serde_json::json;
 use super::error::CliError;
 use crate::crafter::textures::FetchPolicy;
 use crate::crafter::TextureSet;
-use crate::eval::replay::{replay_episode, ReplayError, ReplaySettings};
-use crate::results::frames::{frame_rel, sha256_hex};
+use crate::eval::replay::{replay_episode, ReplayError, ReplaySettings, Sink};
+use crate::results::frames::{frame_rel, sha256_hex, FrameHashKind};
 use crate::results::run::open_run;
 use crate::results::store::write_atomic;
 
@@ -157,7 +158,7 @@ pub fn cmd_replay(a: ReplayArgs) -> Result<i32, CliError> {
         }
         let (mut written, mut kept) = (0u32, 0u32);
         let t = Instant::now();
-        let done = replay_episode(&settings, &run.dir, seed, |step, png| {
+        let mut write = |step: u32, png: &[u8]| {
             let Some(d) = &frames_dir else {
                 return Ok(());
             };
@@ -183,8 +184,13 @@ pub fn cmd_replay(a: ReplayArgs) -> Result<i32, CliError> {
                 written += 1;
             }
             Ok(())
-        })
-        .map_err(failed)?;
+        };
+        let sink: Option<&mut Sink<'_>> = if frames_dir.is_some() {
+            Some(&mut write)
+        } else {
+            None
+        };
+        let done = replay_episode(&settings, &run.dir, seed, sink).map_err(failed)?;
         let secs = t.elapsed().as_secs_f64();
         let what = match (&a.out, a.restore) {
             (Some(out), _) => format!(", written to {}", out.display()),
@@ -192,8 +198,13 @@ pub fn cmd_replay(a: ReplayArgs) -> Result<i32, CliError> {
             (None, false) => String::new(),
         };
         println!(
-            "seed {seed}: {} frames replayed and checked at {} px in {secs:.2} s ({:.0} frames/s){what}",
+            "seed {seed}: {} frames replayed and checked against their {} hashes ({}) at {} px in {secs:.2} s ({:.0} frames/s){what}",
             done.frames,
+            done.hash.as_str(),
+            match done.hash {
+                FrameHashKind::Rgb => "raw pixels",
+                FrameHashKind::Png => "the PNG re-encoded, a run written before rgb-sha256",
+            },
             settings.image_size(),
             done.frames as f64 / secs.max(1e-9)
         );

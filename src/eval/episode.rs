@@ -7,15 +7,16 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::agent::conversation::ConversationConfig;
+use crate::agent::conversation::{ConversationConfig, Modality};
 use crate::agent::dialog::{Dialog, PlayOptions};
 use crate::agent::observe::{encode_png, ObsFormat};
 use crate::agent::parse::Outcome;
-use crate::crafter::trace::sha256_hex;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
 use crate::model::{ChatModel, ChatReply, Usage};
 use crate::results::formats::Spend;
-use crate::results::frames::{frames_sha256, EpisodeFrames, FrameHash, FramesMode};
+use crate::results::frames::{
+    frames_sha256, rgb_sha256, EpisodeFrames, FrameHash, FrameHashKind, FramesMode,
+};
 
 use super::budget::Budget;
 use super::cache::ResponseCache;
@@ -53,29 +54,66 @@ pub struct EpisodeConfig {
     pub frames: FramesMode,
 }
 
-/// An episode's frames as the run records them: each rendered frame encoded once (the PNG sent
-/// to the model and saved), hashed, and written when `--frames all` says so.
+/// An episode's frames as the run records them: each rendered frame hashed over its raw pixels
+/// (`rgb-sha256`), and PNG-encoded only when it is written (`--frames all`, `sent`) or sent to
+/// the model. A frame sent is encoded once, for the request and its file; the other frames
+/// `all` writes are encoded on the store's writer thread, off the episode's path.
 struct FrameLog {
     mode: FramesMode,
     image_size: usize,
     hashes: Vec<String>,
+    /// The current frame's PNG, once encoded.
+    png: Option<Arc<Vec<u8>>>,
+    /// Under `all`: the current frame's step and pixels, until it is written.
+    unwritten: Option<(u32, Vec<u8>)>,
 }
 
 impl FrameLog {
-    /// Encode and hash the env's current frame, write it under `all`; returns the PNG and its
-    /// sha256.
-    fn take(
-        &mut self,
-        env: &Env,
-        writer: &EpisodeWriter,
-    ) -> Result<(Arc<Vec<u8>>, String), StoreError> {
-        let png = Arc::new(encode_png(env.frame(), self.image_size));
-        let hash = sha256_hex(&png);
+    fn new(mode: FramesMode, image_size: usize) -> FrameLog {
+        FrameLog {
+            mode,
+            image_size,
+            hashes: Vec::new(),
+            png: None,
+            unwritten: None,
+        }
+    }
+
+    /// Hash the env's current frame (after a reset or a step); returns its hash. Under `all`
+    /// the frame before it, if not yet written, goes to the writer thread to be encoded.
+    fn take(&mut self, env: &Env, writer: &EpisodeWriter) -> Result<String, StoreError> {
+        let size = self.image_size;
+        let hash = rgb_sha256(env.frame(), size, size);
+        self.flush(writer)?;
+        self.png = None;
         if self.mode.writes_every_step() {
-            writer.write_frame(env.step_count(), png.clone())?;
+            self.unwritten = Some((env.step_count(), env.frame().to_vec()));
         }
         self.hashes.push(hash.clone());
-        Ok((png, hash))
+        Ok(hash)
+    }
+
+    /// The env's current frame as PNG (the frame last taken), encoded now if it was not yet;
+    /// under `all` its file is written from these bytes.
+    fn png(&mut self, env: &Env, writer: &EpisodeWriter) -> Result<Arc<Vec<u8>>, StoreError> {
+        if let Some(png) = &self.png {
+            return Ok(png.clone());
+        }
+        let png = Arc::new(encode_png(env.frame(), self.image_size));
+        if let Some((step, _)) = self.unwritten.take() {
+            writer.write_frame(step, png.clone())?;
+        }
+        self.png = Some(png.clone());
+        Ok(png)
+    }
+
+    /// Hand the current frame, if not yet written, to the writer thread.
+    fn flush(&mut self, writer: &EpisodeWriter) -> Result<(), StoreError> {
+        if let Some((step, rgb)) = self.unwritten.take() {
+            let size = self.image_size;
+            writer.write_frame_with(step, Box::new(move || encode_png(&rgb, size)))?;
+        }
+        Ok(())
     }
 
     /// episode.json's `frames`.
@@ -85,6 +123,7 @@ impl FrameLog {
             count: self.hashes.len() as u32,
             sha256: frames_sha256(self.hashes.iter().map(String::as_str)),
             reset,
+            hash: FrameHashKind::CURRENT,
         }
     }
 }
@@ -128,12 +167,10 @@ pub async fn run_episode(
     // Sizes are validated by the CLI before a run starts.
     let mut env = Env::new(env_cfg, &cfg.textures).expect("validated env config");
     env.reset();
-    let mut log = FrameLog {
-        mode: cfg.frames,
-        image_size: cfg.image_size,
-        hashes: Vec::new(),
-    };
-    let (mut frame, mut frame_hash) = log.take(&env, &writer)?;
+    let mut log = FrameLog::new(cfg.frames, cfg.image_size);
+    // The model is shown the frame unless the run sends text only.
+    let sends_images = cfg.conversation.modality != Modality::Text;
+    let mut frame_hash = log.take(&env, &writer)?;
     let mut reset_frames = vec![FrameHash {
         step: 0,
         sha256: frame_hash.clone(),
@@ -143,7 +180,7 @@ pub async fn run_episode(
         // BALROG's reset plays one Noop before the first observation (its reward is not counted).
         cfg.play.step(&mut env, Action::Noop);
         num_steps += 1;
-        (frame, frame_hash) = log.take(&env, &writer)?;
+        frame_hash = log.take(&env, &writer)?;
         reset_frames.push(FrameHash {
             step: env.step_count(),
             sha256: frame_hash.clone(),
@@ -170,6 +207,11 @@ pub async fn run_episode(
             termination = Termination::Budget;
             break;
         }
+        let frame = if sends_images {
+            log.png(&env, &writer)?
+        } else {
+            Arc::default()
+        };
         let prompted = dialog.prompt(&env, frame.clone());
         let (observation, user, request) =
             (&prompted.observation, &prompted.user, &prompted.request);
@@ -234,7 +276,7 @@ pub async fn run_episode(
             let out = cfg.play.step(&mut env, *action);
             num_steps += 1;
             ret += out.reward;
-            (frame, frame_hash) = log.take(&env, &writer)?;
+            frame_hash = log.take(&env, &writer)?;
             let counts = env.world().player.achievements;
             for &i in &out.unlocked {
                 unlock_step
@@ -338,6 +380,7 @@ pub async fn run_episode(
         spent_before,
         frames: Some(log.summary(reset_frames)),
     };
+    log.flush(&writer)?;
     writer.finish(&result).await?;
     Ok(result)
 }

@@ -15,6 +15,7 @@ use std::time::SystemTime;
 
 use serde_json::{json, Value};
 
+use crate::results::frames::run_frame_hash;
 use crate::results::run::{open_run, RunData};
 use crate::results::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
 
@@ -447,6 +448,12 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
             json!(times("finished_at").into_iter().max()),
         );
         obj.insert("merged_at".into(), json!(now()));
+        obj.insert(
+            "frame_hash".into(),
+            json!(run_frame_hash(
+                episodes.iter().filter_map(|e| e.frames.as_ref())
+            )),
+        );
         obj.insert("episodes_complete".into(), json!(episodes.len()));
         obj.insert(
             "merged_from".into(),

@@ -1,7 +1,7 @@
 //! Replaying a run's episodes (`vlm-eval replay`, and the frames readers cannot find as files):
 //! the game is played again from the run's settings and the trajectory's actions, every frame is
-//! rendered and encoded as the run encodes it, and each is checked against the sha256 the run
-//! recorded. The first difference stops the replay with one line naming the episode and step.
+//! rendered and checked against the hash the run recorded (over the raw pixels, or, for runs
+//! written before `rgb-sha256`, over the PNG as the run encoded it). The first difference stops the replay with one line naming the episode and step.
 //!
 //! It lives in `eval` because it needs the agent's protocol (a preset's reset Noop and double
 //! render, the PNG encoding); readers in `report` get it as a [`Replayer`] (docs/ARCHITECTURE.md).
@@ -17,7 +17,7 @@ use crate::agent::observe::encode_png;
 use crate::crafter::textures::FetchPolicy;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ENGINE_PARITY};
 use crate::results::formats::EpisodeResult;
-use crate::results::frames::{frames_sha256, sha256_hex, Replayer};
+use crate::results::frames::{frames_sha256, rgb_sha256, sha256_hex, FrameHashKind, Replayer};
 use crate::results::run::{episode_dir, read_trajectory};
 
 /// Why a replay was refused or stopped.
@@ -132,6 +132,9 @@ impl ReplaySettings {
 pub struct ReplayedEpisode {
     /// Frames rendered and checked.
     pub frames: u32,
+    /// What the episode's frame hashes cover (`png-sha256` for runs written before
+    /// `rgb-sha256`).
+    pub hash: FrameHashKind,
 }
 
 /// One recorded step: the action played, the step it led to and its frame's sha256.
@@ -180,13 +183,15 @@ fn recorded(run: &Path, seed: i64) -> Result<(Vec<Recorded>, SentHashes), Replay
     Ok((steps, sent))
 }
 
-/// Replay one complete episode of `run`, calling `sink(step, png)` for each frame in step order
-/// once its hash has been checked.
+/// Replay one complete episode of `run`, checking every frame against the hash the episode
+/// records (of its kind: the raw pixels, or the PNG for older runs), and calling
+/// `sink(step, png)` for each frame in step order once it is checked. Without a sink, frames of
+/// an `rgb-sha256` episode are never PNG-encoded.
 pub fn replay_episode(
     s: &ReplaySettings,
     run: &Path,
     seed: i64,
-    mut sink: impl FnMut(u32, &[u8]) -> Result<(), ReplayError>,
+    mut sink: Option<&mut Sink<'_>>,
 ) -> Result<ReplayedEpisode, ReplayError> {
     let ep_path = episode_dir(run, seed).join("episode.json");
     let ep: EpisodeResult = std::fs::read_to_string(&ep_path)
@@ -224,6 +229,8 @@ pub fn replay_episode(
     let mut checker = Checker {
         seed,
         size: s.image_size,
+        kind: frames.hash,
+        encode: frames.hash == FrameHashKind::Png || sink.is_some(),
         sent: &sent,
         pending: Vec::new(),
         hashes: Vec::new(),
@@ -287,6 +294,7 @@ pub fn replay_episode(
     }
     Ok(ReplayedEpisode {
         frames: hashes.len() as u32,
+        hash: frames.hash,
     })
 }
 
@@ -298,21 +306,27 @@ struct Pending {
     what: String,
 }
 
-/// Encodes and checks frames in batches, the encoding spread over threads (the game itself is
-/// played on one), handing each checked frame to the sink in step order.
+/// Hashes (and, when needed, encodes) and checks frames in batches, the work spread over
+/// threads (the game itself is played on one), handing each checked frame to the sink in step
+/// order.
 struct Checker<'a> {
     seed: i64,
     size: usize,
+    /// What the recorded hashes cover.
+    kind: FrameHashKind,
+    /// Encode each frame as PNG (to hash it under `png-sha256`, or for the sink).
+    encode: bool,
     sent: &'a SentHashes,
     pending: Vec<Pending>,
     hashes: Vec<String>,
     workers: usize,
 }
 
-/// Frames encoded per batch.
+/// Frames checked per batch.
 const BATCH: usize = 32;
 
-type Sink<'s> = dyn FnMut(u32, &[u8]) -> Result<(), ReplayError> + 's;
+/// What receives each checked frame's PNG, in step order.
+pub type Sink<'s> = dyn FnMut(u32, &[u8]) -> Result<(), ReplayError> + 's;
 
 impl Checker<'_> {
     fn push(
@@ -320,7 +334,7 @@ impl Checker<'_> {
         env: &Env,
         want: Option<String>,
         what: String,
-        sink: &mut Sink<'_>,
+        sink: &mut Option<&mut Sink<'_>>,
     ) -> Result<(), ReplayError> {
         self.pending.push(Pending {
             step: env.step_count(),
@@ -334,10 +348,25 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn flush(&mut self, sink: &mut Sink<'_>) -> Result<(), ReplayError> {
-        let batch = std::mem::take(&mut self.pending);
+    /// One frame's PNG (when encoding) and its hash of the episode's kind.
+    fn hash_one(&self, rgb: &[u8]) -> (Vec<u8>, String) {
         let size = self.size;
+        let png = if self.encode {
+            encode_png(rgb, size)
+        } else {
+            Vec::new()
+        };
+        let hash = match self.kind {
+            FrameHashKind::Png => sha256_hex(&png),
+            FrameHashKind::Rgb => rgb_sha256(rgb, size, size),
+        };
+        (png, hash)
+    }
+
+    fn flush(&mut self, sink: &mut Option<&mut Sink<'_>>) -> Result<(), ReplayError> {
+        let batch = std::mem::take(&mut self.pending);
         let per = batch.len().div_ceil(self.workers).max(1);
+        let this = &*self;
         let encoded: Vec<(Vec<u8>, String)> = std::thread::scope(|sc| {
             let handles: Vec<_> = batch
                 .chunks(per)
@@ -345,11 +374,7 @@ impl Checker<'_> {
                     sc.spawn(move || {
                         chunk
                             .iter()
-                            .map(|p| {
-                                let png = encode_png(&p.rgb, size);
-                                let hash = sha256_hex(&png);
-                                (png, hash)
-                            })
+                            .map(|p| this.hash_one(&p.rgb))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -362,13 +387,13 @@ impl Checker<'_> {
         if encoded.len() != batch.len() {
             return Err(ReplayError::Write("a frame encoder thread failed".into()));
         }
-        let seed = self.seed;
+        let (seed, kind) = (self.seed, self.kind.as_str());
         for (p, (png, got)) in batch.iter().zip(encoded) {
             let step = p.step;
             if let Some(w) = &p.want {
                 if *w != got {
                     return Err(ReplayError::Mismatch(format!(
-                        "seed {seed} step {step}: frame sha256 {} differs from {} recorded in {} (other textures, another engine, or an edited trajectory)",
+                        "seed {seed} step {step}: frame {kind} {} differs from {} recorded in {} (other textures, another engine, or an edited trajectory)",
                         short(&got),
                         short(w),
                         p.what
@@ -378,13 +403,15 @@ impl Checker<'_> {
             if let Some((w, line)) = self.sent.get(&step) {
                 if *w != got {
                     return Err(ReplayError::Mismatch(format!(
-                        "seed {seed} step {step}: frame sha256 {} differs from the sent frame's {} in trajectory.jsonl line {line} (other textures, another engine, or an edited trajectory)",
+                        "seed {seed} step {step}: frame {kind} {} differs from the sent frame's {} in trajectory.jsonl line {line} (other textures, another engine, or an edited trajectory)",
                         short(&got),
                         short(w)
                     )));
                 }
             }
-            sink(step, &png)?;
+            if let Some(sink) = sink.as_mut() {
+                sink(step, &png)?;
+            }
             self.hashes.push(got);
         }
         Ok(())
@@ -449,11 +476,11 @@ impl Replayer for RunReplayer {
     fn replay(&self, run: &Path, seed: i64) -> Result<Vec<Vec<u8>>, String> {
         let s = self.settings(run)?;
         let mut frames = Vec::new();
-        replay_episode(&s, run, seed, |_, png| {
+        let mut keep = |_: u32, png: &[u8]| {
             frames.push(png.to_vec());
             Ok(())
-        })
-        .map_err(|e| e.to_string())?;
+        };
+        replay_episode(&s, run, seed, Some(&mut keep)).map_err(|e| e.to_string())?;
         Ok(frames)
     }
 }

@@ -8,10 +8,11 @@ use std::time::{Instant, SystemTime};
 
 use futures::stream::{self, StreamExt};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::model::ChatModel;
 use crate::results::formats::{EpisodeResult, Termination};
+use crate::results::frames::{run_frame_hash, FrameHashKind};
 use crate::results::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
 
 use super::episode::{run_episode, EpisodeConfig};
@@ -106,6 +107,34 @@ fn resume_key(info: &Value) -> Value {
     key
 }
 
+/// A spawned episode, cancelled when dropped (as the episode future itself was when polled in
+/// place): an interrupted run stops its episodes before writing the summary.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> std::future::Future for AbortOnDrop<Result<T, StoreError>> {
+    type Output = Result<T, StoreError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|r| {
+            r.unwrap_or_else(|e| {
+                Err(StoreError::Io {
+                    path: "an episode".into(),
+                    source: std::io::Error::other(format!("the episode's task failed: {e}")),
+                })
+            })
+        })
+    }
+}
+
 fn previous_episode_ok(store: &RunDir, seed: i64) -> bool {
     store
         .finished_episode(seed)
@@ -150,6 +179,7 @@ pub async fn run_shown(
     let started = now();
     let mut info = opts.run_info.clone();
     info["started_at"] = Value::String(started.clone());
+    info["frame_hash"] = json!(FrameHashKind::CURRENT.as_str());
     write_json(&run_json, &info)?;
 
     let todo: Vec<i64> = opts
@@ -189,7 +219,9 @@ pub async fn run_shown(
         .map(|seed| {
             let (cfg, model, store, bar) = (cfg.clone(), model.clone(), store.clone(), bar.clone());
             let (turns, unlocks, errors) = (turns.clone(), unlocks.clone(), errors.clone());
-            async move {
+            // Each episode is its own task, so episodes' work (stepping, hashing, building
+            // requests) runs on every runtime worker rather than all on the task polling them.
+            AbortOnDrop(tokio::spawn(async move {
                 let mut last_turn = u32::MAX;
                 let result = run_episode(&cfg, model.as_ref(), &store, seed, |turn, unlocked| {
                     if turn != last_turn {
@@ -227,10 +259,10 @@ pub async fn run_shown(
                 }
                 bar.inc(1);
                 result
-            }
+            }))
         })
         .buffer_unordered(opts.concurrency.max(1));
-    tokio::pin!(tasks);
+    let mut tasks = Box::pin(tasks);
     let mut played = 0;
     let mut interrupted = false;
     let ctrl_c = tokio::signal::ctrl_c();
@@ -251,6 +283,8 @@ pub async fn run_shown(
             }
         }
     }
+    // After an interrupt, stop the episodes still playing before the summary is read.
+    drop(tasks);
     bar.finish_and_clear();
     let wanted: std::collections::HashSet<i64> = opts.seeds.iter().copied().collect();
     let episodes: Vec<EpisodeResult> = read_episodes(&store.root)?
@@ -259,6 +293,10 @@ pub async fn run_shown(
         .collect();
     let summary = summarize(&opts.episode.model, &episodes);
     write_summary(&store.root, &summary, &episodes)?;
+    // A resumed folder may keep episodes written with the older PNG hash.
+    info["frame_hash"] = json!(run_frame_hash(
+        episodes.iter().filter_map(|e| e.frames.as_ref())
+    ));
     info["finished_at"] = Value::String(now());
     info["wall_s"] = Value::from(t0.elapsed().as_secs_f64());
     info["episodes_complete"] = Value::from(episodes.len());

@@ -12,11 +12,10 @@ use std::collections::BTreeSet;
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::crafter::ACHIEVEMENT_NAMES;
 use crate::results::formats::EpisodeResult;
-use crate::results::frames::{step_of_rel, FrameError, FrameReader, Replayer};
+use crate::results::frames::{step_of_rel, FrameError, FrameHashKind, FrameReader, Replayer};
 
 use crate::results::run::RunData;
 use crate::results::summary::ReadError;
@@ -172,10 +171,11 @@ fn assistant_message(reply: &Value) -> Option<(Value, usize)> {
 }
 
 /// The frame of a turn as a data URL (its file, else replayed), verified against the recorded
-/// sha256.
+/// hash (of the episode's kind: the PNG's pixels, or its bytes in older runs).
 fn frame_url(
     run: &RunData,
     seed: i64,
+    kind: FrameHashKind,
     t: &Value,
     line: usize,
     frames: &mut FrameReader<'_>,
@@ -215,13 +215,23 @@ fn frame_url(
             format!("missing (the frame of turn line {line} in {}) and not replayable: {}; copy the run folder whole, or make its textures findable (--assets)", traj.display(), e.reason()),
         ),
     })?;
-    let got = format!("{:x}", Sha256::digest(&png));
+    let got = kind.of_png(&png).map_err(|e| {
+        corrupt(
+            &path,
+            format!(
+                "does not match the {} recorded in {} line {line}: it is {e}; the frame was changed after the run",
+                kind.as_str(),
+                traj.display()
+            ),
+        )
+    })?;
     if let Some(want) = t["frame"]["sha256"].as_str() {
         if want != got {
             return Err(corrupt(
                 &path,
                 format!(
-                    "sha256 {got} does not match {want} recorded in {} line {line}; the frame was changed after the run",
+                    "{} {got} does not match {want} recorded in {} line {line}; the frame was changed after the run",
+                    kind.as_str(),
                     traj.display()
                 ),
             ));
@@ -313,7 +323,7 @@ pub fn export_run_with(
                 if !text.is_empty() {
                     parts.push(json!({"type": "text", "text": text}));
                 }
-                parts.push(json!({"type": "image_url", "image_url": {"url": frame_url(run, ep.seed, t, line, &mut frames)?}}));
+                parts.push(json!({"type": "image_url", "image_url": {"url": frame_url(run, ep.seed, ep.frames.as_ref().map(|f| f.hash).unwrap_or_default(), t, line, &mut frames)?}}));
                 Value::Array(parts)
             } else {
                 Value::String(text)

@@ -48,12 +48,63 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
-/// One frame's hash: its env step and the sha256 of its PNG as saved.
+/// A frame's hash over its raw pixels (`rgb-sha256`, docs/FORMATS.md): sha256 of the width
+/// and the height as little-endian u32, then the `height × width × 3` RGB bytes, row by row.
+pub fn rgb_sha256(rgb: &[u8], width: usize, height: usize) -> String {
+    let mut h = Sha256::new();
+    h.update((width as u32).to_le_bytes());
+    h.update((height as u32).to_le_bytes());
+    h.update(rgb);
+    format!("{:x}", h.finalize())
+}
+
+/// What a run's frame hashes cover (`episode.json` `frames.hash`, run.json `frame_hash`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FrameHashKind {
+    /// sha256 of the frame's PNG bytes as the run encoded them (runs written before
+    /// `rgb-sha256`; an episode.json without `frames.hash` holds these).
+    #[serde(rename = "png-sha256")]
+    #[default]
+    Png,
+    /// [`rgb_sha256`]: sha256 of the size and the raw RGB pixels (every run written now).
+    #[serde(rename = "rgb-sha256")]
+    Rgb,
+}
+
+impl FrameHashKind {
+    /// The hash new runs record.
+    pub const CURRENT: FrameHashKind = FrameHashKind::Rgb;
+
+    /// The name files use (`png-sha256`, `rgb-sha256`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrameHashKind::Png => "png-sha256",
+            FrameHashKind::Rgb => "rgb-sha256",
+        }
+    }
+
+    /// The hash of a frame given as its PNG file (decoded for `rgb-sha256`); an error is one
+    /// line saying why the bytes are not a readable RGB PNG.
+    pub fn of_png(self, png: &[u8]) -> Result<String, String> {
+        match self {
+            FrameHashKind::Png => Ok(sha256_hex(png)),
+            FrameHashKind::Rgb => {
+                let img = image::load_from_memory_with_format(png, image::ImageFormat::Png)
+                    .map_err(|e| format!("not a readable PNG ({e})"))?;
+                let (w, h) = (img.width() as usize, img.height() as usize);
+                let rgb = img.into_rgb8();
+                Ok(rgb_sha256(rgb.as_raw(), w, h))
+            }
+        }
+    }
+}
+
+/// One frame's hash: its env step and its sha256 (of the kind the episode records).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameHash {
     /// Env step (0 = after reset).
     pub step: u32,
-    /// sha256 of the frame's PNG file bytes (written or not).
+    /// The frame's hash (written or not), of the episode's [`FrameHashKind`].
     pub sha256: String,
 }
 
@@ -69,6 +120,25 @@ pub struct EpisodeFrames {
     /// The frames rendered before the first turn (step 0, and step 1 after a preset's reset
     /// Noop); later frames' hashes are in the trajectory.
     pub reset: Vec<FrameHash>,
+    /// What every frame hash of the episode covers; absent (read as `png-sha256`) in files
+    /// written before `rgb-sha256`.
+    #[serde(default)]
+    pub hash: FrameHashKind,
+}
+
+/// run.json's `frame_hash`: the kind every episode's frames record (`rgb-sha256` for a run
+/// written now, and for one with no episode yet), or `mixed` when a resumed or merged folder
+/// holds episodes of both kinds.
+pub fn run_frame_hash<'a>(episodes: impl IntoIterator<Item = &'a EpisodeFrames>) -> &'static str {
+    let mut kinds = episodes.into_iter().map(|f| f.hash);
+    let Some(first) = kinds.next() else {
+        return FrameHashKind::CURRENT.as_str();
+    };
+    if kinds.all(|k| k == first) {
+        first.as_str()
+    } else {
+        "mixed"
+    }
 }
 
 /// The hash over an episode's frame hashes: sha256 of each frame's lower-case hex sha256

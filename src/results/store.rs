@@ -80,13 +80,17 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError>
     write_atomic(path, &bytes)
 }
 
+/// Makes a file's bytes on the writer thread (a frame's PNG encoding).
+pub type Encode = Box<dyn FnOnce() -> Vec<u8> + Send>;
+
 enum Job {
     Write(PathBuf, Arc<Vec<u8>>),
+    Encode(PathBuf, Encode),
     Flush(tokio::sync::oneshot::Sender<Option<StoreError>>),
 }
 
-/// A background thread that writes frame files in order, so episodes never wait on the
-/// filesystem while they could be talking to the model. Errors are kept and reported at the
+/// A background thread that encodes (when asked) and writes frame files in order, so episodes
+/// never wait on the encoder or the filesystem while they could be talking to the model. Errors are kept and reported at the
 /// next flush.
 #[derive(Debug)]
 struct FileSink {
@@ -103,6 +107,16 @@ impl FileSink {
                     Job::Write(path, bytes) => {
                         if failed.is_none() {
                             if let Err(source) = fs::write(&path, bytes.as_slice()) {
+                                failed = Some(StoreError::Io {
+                                    path: path.display().to_string(),
+                                    source,
+                                });
+                            }
+                        }
+                    }
+                    Job::Encode(path, encode) => {
+                        if failed.is_none() {
+                            if let Err(source) = fs::write(&path, encode()) {
                                 failed = Some(StoreError::Io {
                                     path: path.display().to_string(),
                                     source,
@@ -212,6 +226,18 @@ impl EpisodeWriter {
         Ok(())
     }
 
+    /// Save a frame whose bytes `encode` makes, on the writer thread (so the episode does not
+    /// wait for the encoding; errors surface at `finish`).
+    pub fn write_frame_with(&self, step: u32, encode: Encode) -> Result<(), StoreError> {
+        let path = self.dir.join(Self::frame_rel(step));
+        if let Err(std::sync::mpsc::SendError(Job::Encode(path, encode))) =
+            self.sink.tx.send(Job::Encode(path, encode))
+        {
+            fs::write(&path, encode()).map_err(io(&path))?;
+        }
+        Ok(())
+    }
+
     /// Append one trajectory line (one `write` of the whole line, so a crash leaves whole lines).
     pub fn append(&mut self, record: &impl Serialize) -> Result<(), StoreError> {
         let mut line = serde_json::to_vec(record).map_err(|source| StoreError::Json {
@@ -225,18 +251,35 @@ impl EpisodeWriter {
     }
 
     /// Finish: wait until every frame is on disk, then write `episode.json` atomically (the
-    /// episode is complete from then on).
+    /// episode is complete from then on). The syncs run on the blocking pool, so episodes
+    /// finishing together sync at once instead of one after another on the async workers.
     pub async fn finish(self, episode: &impl Serialize) -> Result<(), StoreError> {
+        let path = self.dir.join("episode.json");
+        let mut bytes = serde_json::to_vec_pretty(episode).map_err(|source| StoreError::Json {
+            path: path.display().to_string(),
+            source,
+        })?;
+        bytes.push(b'\n');
         let (done, wait) = tokio::sync::oneshot::channel();
         if self.sink.tx.send(Job::Flush(done)).is_ok() {
             if let Ok(Some(e)) = wait.await {
                 return Err(e);
             }
         }
-        self.trajectory
-            .sync_data()
-            .map_err(io(&self.trajectory_path))?;
-        write_json(&self.dir.join("episode.json"), episode)
+        let (trajectory, trajectory_path) = (self.trajectory, self.trajectory_path);
+        let sync = move || {
+            trajectory.sync_data().map_err(io(&trajectory_path))?;
+            write_atomic(&path, &bytes)
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => rt.spawn_blocking(sync).await.unwrap_or_else(|e| {
+                Err(StoreError::Io {
+                    path: self.dir.display().to_string(),
+                    source: std::io::Error::other(e),
+                })
+            }),
+            Err(_) => sync(),
+        }
     }
 }
 

@@ -313,7 +313,7 @@ async fn step(
     State(st): Shared,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let body = body_of(&st, body)?;
     let slot = lookup(&st, &id)?;
     let (input, frames) = parse_body::<StepRequest>(&body)?.input()?;
@@ -323,6 +323,7 @@ async fn step(
         let r = s
             .step(input, frames)
             .map_err(|e| ApiError::new(StatusCode::CONFLICT, e.to_string()));
+        drop(s);
         slot.last_used.store(st.now_ms(), Ordering::Relaxed);
         if let Ok(r) = &r {
             let c = &st.counters;
@@ -336,17 +337,16 @@ async fn step(
                 slot.finished.store(true, Ordering::Relaxed);
             }
         }
-        r
+        // Serialised here, once, straight from the report (not through a `Value`).
+        serde_json::to_vec(&WithId { id: &id, inner: r? })
+            .map_err(|_| internal("writing the response"))
     };
     // On the blocking pool: measured faster than stepping inline on the async workers
     // (`bench serve`, 64 sessions: ~5,200 vs ~2,700 steps/s on a 2-core VM).
-    let report = tokio::task::spawn_blocking(work)
+    let body = tokio::task::spawn_blocking(work)
         .await
         .map_err(|_| internal("stepping"))??;
-    Ok(Json(json!(WithId {
-        id: &id,
-        inner: report
-    })))
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 async fn close(State(st): Shared, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {

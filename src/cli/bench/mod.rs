@@ -62,6 +62,13 @@ pub struct BenchHarnessArgs {
     /// Where the scratch run folders go (removed afterwards); use the disk your runs use.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
+    /// Skip timing the same episodes as a `vlm-eval run` process.
+    #[arg(long, conflicts_with = "process_exe")]
+    pub no_process: bool,
+    /// The `vlm-eval` binary timed as a process, e.g. an older build to compare with in the
+    /// same session [default: this one].
+    #[arg(long)]
+    pub process_exe: Option<PathBuf>,
 }
 
 /// Run `vlm-eval bench env`.
@@ -96,6 +103,24 @@ pub fn cmd_bench_harness(a: BenchHarnessArgs) -> Result<i32, CliError> {
         return Err(CliError::usage("--image-size must be 9..=1024"));
     }
     let textures = std::sync::Arc::new(load_textures(a.assets.as_deref())?);
+    let assets = match textures.source() {
+        crate::crafter::textures::TextureSource::Official { dir } => Some(dir.clone()),
+        _ => None,
+    };
+    let exe = match (&a.process_exe, a.no_process) {
+        (_, true) => None,
+        (Some(exe), false) if !exe.is_file() => {
+            return Err(CliError::usage(format!(
+                "--process-exe {}: no such file; give the path of a vlm-eval binary",
+                exe.display()
+            )))
+        }
+        (Some(exe), false) => Some(exe.clone()),
+        (None, false) => Some(std::env::current_exe().map_err(|e| CliError {
+            code: 1,
+            message: format!("cannot find the vlm-eval binary: {e}"),
+        })?),
+    };
     let runtime = runtime()?;
     let r = runtime
         .block_on(crate::eval::bench::bench_harness(
@@ -106,6 +131,8 @@ pub fn cmd_bench_harness(a: BenchHarnessArgs) -> Result<i32, CliError> {
             a.concurrency,
             a.image_size,
             textures,
+            exe.as_deref(),
+            assets.as_deref(),
         ))
         .map_err(|message| CliError { code: 1, message })?;
     if a.json {
@@ -115,6 +142,12 @@ pub fn cmd_bench_harness(a: BenchHarnessArgs) -> Result<i32, CliError> {
             "{} episodes x {} turns at concurrency {} against a {} ms server: {:.3} s (ideal {:.3} s, {:.3}x)",
             r.episodes, r.turns, r.concurrency, r.latency_ms, r.wall_s, r.ideal_s, r.ratio
         );
+        if let Some(p) = &r.process {
+            println!(
+                "the same as a `vlm-eval run` process: {:.3} s ({:.3}x): {:.3} s to the first request, {:.3} s of requests, {:.3} s after the last answer",
+                p.wall_s, p.ratio, p.to_first_request_s, p.requests_s, p.after_last_answer_s
+            );
+        }
         println!(
             "harness work per turn at {}x{}: {:.3} ms (model time excluded)",
             r.image_size, r.image_size, r.harness_ms_per_turn

@@ -1,6 +1,7 @@
 //! `vlm-eval bench env` without the harness, for profiling the engine alone:
 //! `cargo run --release -p vlm-eval-crafter --example bench_env -- [STEPS] [--no-render]`;
-//! `-- N --resets-only` times N resets alone (a steady loop for `perf stat`/`perf record`).
+//! `-- N --resets-only` times N resets alone and `-- N --night-only` N night renders alone
+//! (steady loops for `perf record` or `time`).
 //! (textures found as the CLI finds them: `$CRAFTER_ASSETS`, the cache, the Python package).
 
 use vlm_eval_crafter::bench::bench_env;
@@ -38,6 +39,21 @@ fn main() {
         }
         let ms = t.elapsed().as_secs_f64() * 1e3 / steps.max(1) as f64;
         println!("reset           {ms:.3} ms ({steps} resets)");
+        return;
+    }
+    if args.iter().any(|a| a == "--night-only") {
+        let mut env = vlm_eval_crafter::Env::new(cfg, &textures).expect("valid config");
+        env.reset();
+        while vlm_eval_crafter::env::daylight(env.step_count()) >= 0.5 {
+            env.set_player_health(9);
+            env.step(vlm_eval_crafter::Action::Noop);
+        }
+        let t = std::time::Instant::now();
+        for _ in 0..steps {
+            std::hint::black_box(env.render());
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / steps.max(1) as f64;
+        println!("night render    {us:.1} us ({steps} renders)");
         return;
     }
     match bench_env(&cfg, &textures, steps) {

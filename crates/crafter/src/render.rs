@@ -484,14 +484,21 @@ impl Renderer {
             for gy in 0..self.grid[1] {
                 for gx in 0..self.grid[0] {
                     let (slot, obj) = self.cell(world, gx, gy);
-                    self.compose(world, slot, obj, &mut buf);
-                    for yy in 0..uy {
-                        for xx in 0..ux {
-                            let i = (yy * ux + xx) * 3;
-                            let k = (gx * ux + xx) * h + gy * uy + yy;
-                            cr[k] = buf[i];
-                            cg[k] = buf[i + 1];
-                            cb[k] = buf[i + 2];
+                    // A bare material cell is its sprite's RGB: read it in place.
+                    let (src, stride): (&[u8], usize) = if obj == 0 && slot != OUTSIDE {
+                        let s = &self.materials[slot];
+                        (&s.data, s.channels)
+                    } else {
+                        self.compose(world, slot, obj, &mut buf);
+                        (&buf, 3)
+                    };
+                    for xx in 0..ux {
+                        let k = (gx * ux + xx) * h + gy * uy;
+                        for yy in 0..uy {
+                            let i = (yy * ux + xx) * stride;
+                            cr[k + yy] = src[i];
+                            cg[k + yy] = src[i + 1];
+                            cb[k + yy] = src[i + 2];
                         }
                     }
                 }

@@ -129,6 +129,110 @@ impl Light {
     }
 }
 
+/// Per-frame constants of a night frame's shading (`_noise` blended in with the vignette,
+/// then `_light`, then `_sleep`).
+struct NightShade {
+    amount: f64,
+    daylight: f64,
+    sleeping: bool,
+    /// Height of the local view in pixels (the planes are [x][y] with this stride).
+    h: usize,
+    border: [usize; 2],
+    out_w: usize,
+}
+
+impl NightShade {
+    /// Shade the planar composed pixels into `out`, with AVX2 where the CPU has it (the same
+    /// IEEE operations in the same order, only more lanes at a time, so the same bytes).
+    fn apply(&self, planes: &[u8], vignette: &[f64], noise: &[f64], out: &mut [u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { self.apply_avx2(planes, vignette, noise, out) };
+        }
+        self.apply_body(planes, vignette, noise, out);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn apply_avx2(&self, planes: &[u8], vignette: &[f64], noise: &[f64], out: &mut [u8]) {
+        self.apply_body(planes, vignette, noise, out);
+    }
+
+    /// Works on planar channels in the noise's [x][y] order, in blocks the compiler can
+    /// vectorise; every value is in 0..=255 before each truncation, so the unchecked
+    /// conversions are exact.
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // index loops over fixed blocks vectorise well
+    fn apply_body(&self, planes: &[u8], vignette: &[f64], noise: &[f64], out: &mut [u8]) {
+        let n_px = planes.len() / 3;
+        let (amount, dl, h) = (self.amount, self.daylight, self.h);
+        let [bx, by] = self.border;
+        let out_w = self.out_w;
+        const B: usize = 64;
+        let (mut k0, mut x, mut y) = (0, 0, 0);
+        while k0 < n_px {
+            let len = B.min(n_px - k0);
+            let mut res = [[0u8; B]; 3];
+            let mut n = [[0i32; B]; 3];
+            for ch in 0..3 {
+                let c = &planes[ch * n_px + k0..ch * n_px + k0 + len];
+                for j in 0..len {
+                    let mask = amount * vignette[k0 + j];
+                    let v = (1.0 - mask) * c[j] as f64 + mask * noise[k0 + j];
+                    // SAFETY: v is a convex mix of values in [0, 127] and [0, 255].
+                    n[ch][j] = unsafe { v.to_int_unchecked::<i32>() };
+                }
+            }
+            let mut l = [0i32; B];
+            for j in 0..len {
+                l[j] = (n[0][j] * 19595 + n[1][j] * 38470 + n[2][j] * 7471 + 0x8000) >> 16;
+            }
+            let mut px = [[0f64; B]; 3];
+            for ch in 0..3 {
+                let tint = [0.0, 16.0, 64.0][ch];
+                let c = &planes[ch * n_px + k0..ch * n_px + k0 + len];
+                for j in 0..len {
+                    let col = l[j] as f32 + 0.4f32 * (n[ch][j] - l[j]) as f32;
+                    // SAFETY: col lies between l and n, both in 0..=255.
+                    let col = unsafe { col.to_int_unchecked::<i32>() };
+                    let t = 0.5 * col as f64 + 0.5 * tint;
+                    px[ch][j] = dl * c[j] as f64 + (1.0 - dl) * t;
+                }
+            }
+            if self.sleeping {
+                for j in 0..len {
+                    // SAFETY: px values are convex mixes of values in 0..=255.
+                    // (Indexing per channel: `px.map` would copy all three blocks per pixel.)
+                    let q = [0, 1, 2].map(|ch| unsafe { px[ch][j].to_int_unchecked::<i32>() });
+                    let g = ((q[0] * 19595 + q[1] * 38470 + q[2] * 7471 + 0x8000) >> 16) as f64;
+                    px[0][j] = 0.5 * g;
+                    px[1][j] = 0.5 * g;
+                    px[2][j] = 0.5 * g + 0.5 * 16.0;
+                }
+            }
+            for ch in 0..3 {
+                for j in 0..len {
+                    // SAFETY: as above, values are in 0..=255.
+                    res[ch][j] = unsafe { px[ch][j].to_int_unchecked::<i32>() } as u8;
+                }
+            }
+            for j in 0..len {
+                let o = ((by + y) * out_w + bx + x) * 3;
+                out[o] = res[0][j];
+                out[o + 1] = res[1][j];
+                out[o + 2] = res[2][j];
+                y += 1;
+                if y == h {
+                    y = 0;
+                    x += 1;
+                }
+            }
+            k0 += len;
+        }
+    }
+}
+
 /// Frame geometry and resized textures for one (size, view) pair.
 #[derive(Clone)]
 pub struct Renderer {
@@ -366,11 +470,8 @@ impl Renderer {
         self.cell_buf = buf;
     }
 
-    /// Night frames: noise from the game RNG blended in with the vignette, pixel by pixel.
-    /// Works on planar channels in the noise's [x][y] order, in blocks the compiler can
-    /// vectorise; every value is in 0..=255 before each truncation, so the unchecked
-    /// conversions are exact.
-    #[allow(clippy::needless_range_loop)] // index loops over fixed blocks vectorise well
+    /// Night frames: noise from the game RNG blended in with the vignette, pixel by pixel
+    /// (`NightShade`), over the composed cells laid out as planes in the noise's [x][y] order.
     fn render_night(&mut self, world: &mut World, out: &mut [u8], light: &Light) {
         let [ux, uy] = self.unit;
         let h = self.grid[1] * uy;
@@ -383,14 +484,21 @@ impl Renderer {
             for gy in 0..self.grid[1] {
                 for gx in 0..self.grid[0] {
                     let (slot, obj) = self.cell(world, gx, gy);
-                    self.compose(world, slot, obj, &mut buf);
-                    for yy in 0..uy {
-                        for xx in 0..ux {
-                            let i = (yy * ux + xx) * 3;
-                            let k = (gx * ux + xx) * h + gy * uy + yy;
-                            cr[k] = buf[i];
-                            cg[k] = buf[i + 1];
-                            cb[k] = buf[i + 2];
+                    // A bare material cell is its sprite's RGB: read it in place.
+                    let (src, stride): (&[u8], usize) = if obj == 0 && slot != OUTSIDE {
+                        let s = &self.materials[slot];
+                        (&s.data, s.channels)
+                    } else {
+                        self.compose(world, slot, obj, &mut buf);
+                        (&buf, 3)
+                    };
+                    for xx in 0..ux {
+                        let k = (gx * ux + xx) * h + gy * uy;
+                        for yy in 0..uy {
+                            let i = (yy * ux + xx) * stride;
+                            cr[k + yy] = src[i];
+                            cg[k + yy] = src[i + 1];
+                            cb[k + yy] = src[i + 2];
                         }
                     }
                 }
@@ -398,70 +506,15 @@ impl Renderer {
         }
         // Drawn in [x][y] order, as numpy fills uniform(32, 127, (W, H)).
         world.rng.fill_uniform(32.0, 127.0, &mut self.noise);
-        let amount = 2.0 * (0.5 - world.daylight);
-        let dl = light.daylight;
-        let (bx, by) = (self.border[0], self.border[1]);
-        let out_w = self.size[0];
-        const B: usize = 64;
-        let (mut k0, mut x, mut y) = (0, 0, 0);
-        while k0 < n_px {
-            let len = B.min(n_px - k0);
-            let mut res = [[0u8; B]; 3];
-            let mut n = [[0i32; B]; 3];
-            for ch in 0..3 {
-                let c = &planes[ch * n_px + k0..ch * n_px + k0 + len];
-                for j in 0..len {
-                    let mask = amount * self.vignette[k0 + j];
-                    let v = (1.0 - mask) * c[j] as f64 + mask * self.noise[k0 + j];
-                    // SAFETY: v is a convex mix of values in [0, 127] and [0, 255].
-                    n[ch][j] = unsafe { v.to_int_unchecked::<i32>() };
-                }
-            }
-            let mut l = [0i32; B];
-            for j in 0..len {
-                l[j] = (n[0][j] * 19595 + n[1][j] * 38470 + n[2][j] * 7471 + 0x8000) >> 16;
-            }
-            let mut px = [[0f64; B]; 3];
-            for ch in 0..3 {
-                let tint = [0.0, 16.0, 64.0][ch];
-                let c = &planes[ch * n_px + k0..ch * n_px + k0 + len];
-                for j in 0..len {
-                    let col = l[j] as f32 + 0.4f32 * (n[ch][j] - l[j]) as f32;
-                    // SAFETY: col lies between l and n, both in 0..=255.
-                    let col = unsafe { col.to_int_unchecked::<i32>() };
-                    let t = 0.5 * col as f64 + 0.5 * tint;
-                    px[ch][j] = dl * c[j] as f64 + (1.0 - dl) * t;
-                }
-            }
-            if light.sleeping {
-                for j in 0..len {
-                    // SAFETY: px values are convex mixes of values in 0..=255.
-                    let q = px.map(|p| unsafe { p[j].to_int_unchecked::<i32>() });
-                    let g = ((q[0] * 19595 + q[1] * 38470 + q[2] * 7471 + 0x8000) >> 16) as f64;
-                    px[0][j] = 0.5 * g;
-                    px[1][j] = 0.5 * g;
-                    px[2][j] = 0.5 * g + 0.5 * 16.0;
-                }
-            }
-            for ch in 0..3 {
-                for j in 0..len {
-                    // SAFETY: as above, values are in 0..=255.
-                    res[ch][j] = unsafe { px[ch][j].to_int_unchecked::<i32>() } as u8;
-                }
-            }
-            for j in 0..len {
-                let o = ((by + y) * out_w + bx + x) * 3;
-                out[o] = res[0][j];
-                out[o + 1] = res[1][j];
-                out[o + 2] = res[2][j];
-                y += 1;
-                if y == h {
-                    y = 0;
-                    x += 1;
-                }
-            }
-            k0 += len;
-        }
+        let shade = NightShade {
+            amount: 2.0 * (0.5 - world.daylight),
+            daylight: light.daylight,
+            sleeping: light.sleeping,
+            h,
+            border: self.border,
+            out_w: self.size[0],
+        };
+        shade.apply(&planes, &self.vignette, &self.noise, out);
         self.local = planes;
         self.cell_buf = buf;
     }

@@ -51,6 +51,46 @@ fn temper(mut y: u32) -> u32 {
     y ^ (y >> 18)
 }
 
+/// The MT19937 block regeneration over all 624 words (integer operations only, so the AVX2
+/// build gives the same words).
+#[inline(always)]
+fn regenerate_words(k: &mut [u32; N]) {
+    // i in 0..N-M: reads k[i], k[i+1], k[i+M], all still old values.
+    for i in 0..N - M {
+        k[i] = twist(k[i], k[i + 1], k[i + M]);
+    }
+    // i in N-M..N-1: reads k[i+M-N], already regenerated above.
+    for i in N - M..N - 1 {
+        k[i] = twist(k[i], k[i + 1], k[i + M - N]);
+    }
+    k[N - 1] = twist(k[N - 1], k[0], k[M - 1]);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn regenerate_avx2(k: &mut [u32; N]) {
+    regenerate_words(k);
+}
+
+/// `fill_uniform`'s inner loop over whole pairs of words: `out[i] = low + range * d`, `d` the
+/// 53-bit double from words `2i` and `2i+1`.
+#[inline(always)]
+fn uniform_pairs(low: f64, range: f64, words: &[u32], out: &mut [f64]) {
+    for (slot, w) in out.iter_mut().zip(words.chunks_exact(2)) {
+        // Both shifted words fit in an i32, so the signed conversion is exact (and vectorises).
+        let a = (temper(w[0]) >> 5) as i32;
+        let b = (temper(w[1]) >> 6) as i32;
+        let d = (f64::from(a) * 67_108_864.0 + f64::from(b)) / 9_007_199_254_740_992.0;
+        *slot = low + range * d;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn uniform_pairs_avx2(low: f64, range: f64, words: &[u32], out: &mut [f64]) {
+    uniform_pairs(low, range, words, out);
+}
+
 impl RandomState {
     /// `np.random.RandomState(seed)` for an integer seed (reference `init_genrand`).
     pub fn new(seed: u32) -> Self {
@@ -68,16 +108,14 @@ impl RandomState {
     /// Regenerate the whole 624-word block (numpy `mt19937_gen`) and reset `pos` to 0.
     #[inline(never)]
     fn regenerate(&mut self) {
-        let k = &mut self.key;
-        // i in 0..N-M: reads k[i], k[i+1], k[i+M], all still old values.
-        for i in 0..N - M {
-            k[i] = twist(k[i], k[i + 1], k[i + M]);
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            unsafe { regenerate_avx2(&mut self.key) };
+            self.pos = 0;
+            return;
         }
-        // i in N-M..N-1: reads k[i+M-N], already regenerated above.
-        for i in N - M..N - 1 {
-            k[i] = twist(k[i], k[i + 1], k[i + M - N]);
-        }
-        k[N - 1] = twist(k[N - 1], k[0], k[M - 1]);
+        regenerate_words(&mut self.key);
         self.pos = 0;
     }
 
@@ -104,6 +142,8 @@ impl RandomState {
     /// `uniform(low, high)` would (with a tighter loop over whole pairs of words).
     pub fn fill_uniform(&mut self, low: f64, high: f64, out: &mut [f64]) {
         let range = high - low;
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = std::arch::is_x86_feature_detected!("avx2");
         let mut i = 0;
         while i < out.len() {
             if self.pos + 2 > N {
@@ -112,15 +152,17 @@ impl RandomState {
                 continue;
             }
             let pairs = ((N - self.pos) / 2).min(out.len() - i);
-            for (slot, words) in out[i..i + pairs]
-                .iter_mut()
-                .zip(self.key[self.pos..self.pos + 2 * pairs].chunks_exact(2))
-            {
-                let a = temper(words[0]) >> 5;
-                let b = temper(words[1]) >> 6;
-                let d = (f64::from(a) * 67_108_864.0 + f64::from(b)) / 9_007_199_254_740_992.0;
-                *slot = low + range * d;
+            let words = &self.key[self.pos..self.pos + 2 * pairs];
+            let slots = &mut out[i..i + pairs];
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: the CPU supports AVX2 (checked before the loop).
+                unsafe { uniform_pairs_avx2(low, range, words, slots) };
+            } else {
+                uniform_pairs(low, range, words, slots);
             }
+            #[cfg(not(target_arch = "x86_64"))]
+            uniform_pairs(low, range, words, slots);
             self.pos += 2 * pairs;
             i += pairs;
         }

@@ -31,6 +31,13 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// The pages' icon as an SVG file (what `view` serves at `/favicon.ico`).
+pub const ICON_SVG: &str = "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'><rect width='16' height='16' rx='3' fill='#2f6f3e'/><rect x='4' y='4' width='8' height='8' fill='#e8d27a'/></svg>";
+
+/// The pages' icon, inline (an SVG data URL, allowed by both CSPs), so that no browser asks
+/// for `/favicon.ico`.
+pub const ICON: &str = r#"<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Crect width='16' height='16' rx='3' fill='%232f6f3e'/%3E%3Crect x='4' y='4' width='8' height='8' fill='%23e8d27a'/%3E%3C/svg%3E">"#;
+
 /// The report page's Content-Security-Policy tag: no script, no request, images from `data:`
 /// only (`view` swaps it for its own when it adds the live panel).
 pub const REPORT_CSP: &str = r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">"#;
@@ -358,7 +365,7 @@ pub fn build_report_with(
     let mut html = String::with_capacity(64 * 1024 + sections.len());
     let _ = write!(
         html,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval report: {}</title><style>{STYLE}</style></head><body><main>"#,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}{ICON}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval report: {}</title><style>{STYLE}</style></head><body><main>"#,
         escape(&run.name())
     );
     html += &header(run);
@@ -422,6 +429,17 @@ pub fn build_report_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inline_icon_is_the_served_one() {
+        let href = &ICON[ICON.find("data:image/svg+xml,").unwrap() + 19..ICON.rfind('"').unwrap()];
+        let decoded = href
+            .replace("%3C", "<")
+            .replace("%3E", ">")
+            .replace("%23", "#");
+        assert_eq!(decoded, ICON_SVG);
+        assert!(!href.contains(['<', '>', '#', '"']));
+    }
 
     #[test]
     fn escape_covers_the_five_characters() {

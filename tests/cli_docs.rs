@@ -40,7 +40,7 @@ fn committed_cli_reference_is_what_the_command_generates() {
         "## `vlm-eval assets fetch`",
         "`--wide`",
         "[default: `10`]",
-        "one of `run` (One row per run)",
+        "one of `run` (One row per run folder)",
         "[env: `CRAFTER_ASSETS`]",
     ] {
         assert!(generated.contains(needle), "no {needle:?} in docs/CLI.md");

@@ -244,7 +244,7 @@ async fn live_panel_changes_turn_without_reload_in_chromium() {
         assert_no_script_error(tag, dom, log);
         // Every page declares its icon: no request for /favicon.ico, no 404 in the log.
         assert!(
-            dom.contains(r#"<link rel="icon" href="data:image/svg+xml,"#),
+            dom.contains(r#"<link rel="icon" href="data:image/png;base64,"#),
             "{tag}: no icon"
         );
         for line in log.lines() {

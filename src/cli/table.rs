@@ -245,14 +245,25 @@ mod tests {
         let full = render_fitted(&t, &["tokens", "cost", "model"], Fit::Wide);
         assert!(longest(&full) > 80, "{full}");
         assert!(full.contains("123456 in / 7890 out"));
-        let fitted = render_fitted(&t, &["tokens", "cost", "model"], Fit::Width(80));
-        assert!(longest(&fitted) <= 80, "{fitted}");
-        assert!(!fitted.contains("7890 out"), "{fitted}");
-        assert!(fitted.contains("gpt-4o-mini-2024-07-18"), "{fitted}");
+        // 117 columns in full; without tokens and cost 84, so at 90 the model stays.
+        let fitted = render_fitted(&t, &["tokens", "cost", "model"], Fit::Width(90));
+        assert!(longest(&fitted) <= 90, "{fitted}");
         assert!(
-            fitted.contains("hidden to fit 80 columns: tokens, cost; --wide"),
+            !fitted.contains("7890 out") && !fitted.contains("$0.0123"),
             "{fitted}"
         );
+        assert!(fitted.contains("gpt-4o-mini-2024-07-18"), "{fitted}");
+        assert!(
+            fitted.contains("hidden to fit 90 columns: tokens, cost; --wide"),
+            "{fitted}"
+        );
+        // At 80 the model goes too, as the order says.
+        let fitted = render_fitted(&t, &["tokens", "cost", "model"], Fit::Width(80));
+        assert!(
+            longest(&fitted) <= 80 && !fitted.contains("gpt-4o"),
+            "{fitted}"
+        );
+        assert!(fitted.contains("hidden to fit 80 columns: tokens, cost, model; --wide"));
         // Nothing left to drop: abbreviated, never wider than asked.
         let narrow = render_fitted(&t, &[], Fit::Width(50));
         assert!(longest(&narrow) <= 50, "{narrow}");

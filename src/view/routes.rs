@@ -47,10 +47,10 @@ fn not_found() -> Response {
 async fn favicon() -> Response {
     (
         [
-            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CONTENT_TYPE, "image/png"),
             (header::CACHE_CONTROL, "max-age=86400"),
         ],
-        crate::report::html::ICON_SVG,
+        crate::report::html::ICON_PNG,
     )
         .into_response()
 }

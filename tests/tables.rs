@@ -359,7 +359,8 @@ fn run_view_prints_the_runs_own_page() {
         let (status, body) = view_support::get(&addr, "/favicon.ico");
         assert_eq!(status, 200, "{body}");
         assert!(
-            body.to_ascii_lowercase().contains("content-type: image/png"),
+            body.to_ascii_lowercase()
+                .contains("content-type: image/png"),
             "{body}"
         );
     });

@@ -10,7 +10,7 @@ Rules, each failure naming the offending files:
    between top-level modules is reported as such.
 2. src/ holds only main.rs, lib.rs and error.rs as files; everything else is a module folder.
 3. Commands (clap argument types and `cmd_*` functions) live under src/cli/ only, and a
-   command file never imports a sibling command (only cli::error and cli::common).
+   command file never imports a sibling command (only cli::error, cli::common and cli::table).
 4. No file has over 900 lines of non-test code (test modules and test-only files excluded;
    the pixel-art sprite table is exempt).
 5. The workspace crates under crates/ depend on one another only along their arrows
@@ -44,7 +44,7 @@ ALLOWED = {
     "cli": {"eval", "report", "serve", "view", "agent", "model", "results", "crafter"},
 }
 # Shared plumbing in src/cli/ that any command may import.
-CLI_SHARED = {"error", "common", "mod"}
+CLI_SHARED = {"error", "common", "table", "mod"}
 
 CRATE_REF = re.compile(r"\bcrate::(\{[^}]*\}|[a-z_][a-z0-9_]*)")
 COMMAND_MARKERS = [

@@ -276,12 +276,12 @@ fn junit_and_step_summary() {
     }
 }
 
-/// The README's workflows: valid YAML, and the mock gate passes against the committed baseline
+/// docs/GUIDE.md's workflows: valid YAML, and the mock gate passes against the committed baseline
 /// with the same commands.
 #[test]
 fn readme_gate_workflows() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("docs/GUIDE.md")).unwrap();
     let section = &readme[readme.find("## Compare and gate").expect("section")..];
     let blocks: Vec<&str> = section
         .split("```yaml\n")

@@ -185,10 +185,13 @@ async fn live_panel_changes_turn_without_reload_in_chromium() {
         }
         line.clear();
     }
+    // --view prints this run's own live page, not the index.
     assert!(
-        url.starts_with("http://127.0.0.1:"),
-        "no URL printed by --view"
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/run/playing/"),
+        "--view printed {url:?}, not the run's page"
     );
+    let page = url.clone();
+    let url = url.trim_end_matches("run/playing/").to_string();
     std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = stderr.read_to_string(&mut rest);
@@ -206,7 +209,7 @@ async fn live_panel_changes_turn_without_reload_in_chromium() {
 
     let shots = std::env::var_os("VLM_EVAL_SCREENSHOTS").map(PathBuf::from);
     let pages = [
-        ("live", format!("{url}run/playing/"), 600_000),
+        ("live", page, 600_000),
         ("index", url.clone(), 2_000),
         ("run", format!("{url}run/mock-done/"), 2_000),
     ];
@@ -239,6 +242,14 @@ async fn live_panel_changes_turn_without_reload_in_chromium() {
 
     for (tag, dom, log) in &doms {
         assert_no_script_error(tag, dom, log);
+        // Every page declares its icon: no request for /favicon.ico, no 404 in the log.
+        assert!(
+            dom.contains(r#"<link rel="icon" href="data:image/png;base64,"#),
+            "{tag}: no icon"
+        );
+        for line in log.lines() {
+            assert!(!line.contains("404"), "{tag}: {line}");
+        }
     }
     let (_, live, _) = &doms[0];
     let polls: u32 = attr(live, "<html", "data-live-ok")
@@ -259,7 +270,12 @@ async fn live_panel_changes_turn_without_reload_in_chromium() {
     assert!(!live.contains("<title>pwned"));
 
     let (_, index, _) = &doms[1];
-    assert!(index.contains("Protocol group 1") && index.contains(r#"href="/run/mock-done/""#));
+    assert!(
+        index.contains("<h2>Protocol: ")
+            && !index.contains("Protocol group")
+            && index.contains(r#"href="/run/mock-done/""#),
+        "{index}"
+    );
     assert!(index.contains(r#"class="heat""#));
     let (_, page, _) = &doms[2];
     assert!(page.contains("<h1>mock-done</h1>") && page.contains(r#"id="achievement-chart""#));

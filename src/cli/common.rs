@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::error::CliError;
+use super::table::{render, COMPARE_DROP, SPEND_DROP};
 use crate::crafter::textures::FetchPolicy;
 use crate::crafter::{Action, EnvConfig, TextureSet};
 use crate::report::compare::{
@@ -131,18 +132,6 @@ pub fn partial_error(path: &Path, unfinished: &[i64], planned: usize) -> CliErro
     ))
 }
 
-/// Render a table for the terminal.
-pub fn render(t: &Table) -> String {
-    let mut b = tabled::builder::Builder::default();
-    b.push_record(t.header.clone());
-    for r in &t.rows {
-        b.push_record(r.clone());
-    }
-    let mut table = b.build();
-    table.with(tabled::settings::Style::rounded());
-    table.to_string()
-}
-
 /// Write a table as CSV (atomically).
 pub fn write_table_csv(path: &Path, t: &Table) -> Result<(), CliError> {
     let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
@@ -174,7 +163,7 @@ pub fn print_comparison(
 ) -> Result<Vec<Group>, CliError> {
     let groups = group_runs(runs, by);
     let (shown, csv_table) = main_tables(&groups, by, columns);
-    println!("{}", render(&shown));
+    println!("{}", render(&shown, COMPARE_DROP));
     for (i, (g, marks)) in groups.iter().zip(protocol_marks(&groups)).enumerate() {
         if marks.is_empty() {
             continue;
@@ -218,10 +207,9 @@ pub fn print_comparison(
         println!("note: {NOISE_NOTE}");
     }
     let (spend_shown, spend_csv) = spend_tables(&groups, by);
-    println!(
-        "\nspent (every request of every episode, errored and budget-stopped ones included)\n{}",
-        render(&spend_shown)
-    );
+    println!();
+    println!("spent (every request of every episode, errored and budget-stopped ones included)");
+    println!("{}", render(&spend_shown, SPEND_DROP));
     if let Some(path) = csv {
         write_table_csv(path, &csv_table)?;
         write_table_csv(&sibling(path, "spend"), &spend_csv)?;

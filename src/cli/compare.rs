@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::common::{check_confidence, print_comparison, render, sibling, write_table_csv};
+use super::common::{check_confidence, print_comparison, sibling, write_table_csv};
 use super::error::CliError;
+use super::table::{render, NO_DROP, PAIRED_DROP};
 use crate::report::compare::{
     achievement_table, paired, paired_csv, paired_table, parse_columns, GroupBy, NOISE_NOTE,
 };
@@ -90,7 +91,10 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
     let groups = print_comparison(&runs, by, &columns, a.csv.as_deref(), !a.paired)?;
     if a.achievements {
         let t = achievement_table(&groups);
-        println!("\nachievement unlock rates (% of episodes)\n{}", render(&t));
+        println!(
+            "\nachievement unlock rates (% of episodes)\n{}",
+            render(&t, NO_DROP)
+        );
         if let Some(path) = &a.csv {
             write_table_csv(&sibling(path, "achievements"), &t)?;
         }
@@ -103,14 +107,15 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
         }
         let rows = paired(&groups, a.confidence, a.resamples, a.seed);
         let t = paired_table(&rows, a.confidence);
+        println!();
         println!(
-            "\npaired progression deltas vs {} on shared seeds (bootstrap {:.0}% CI, {} resamples, seed {}; two-sided sign-flip p, exact up to 20 seeds)\n{}",
+            "paired progression deltas vs {} on shared seeds (bootstrap {:.0}% CI, {} resamples, seed {}; two-sided sign-flip p, exact up to 20 seeds)",
             groups[0].label,
             100.0 * a.confidence,
             a.resamples,
             a.seed,
-            render(&t)
         );
+        println!("{}", render(&t, PAIRED_DROP));
         for (label, p) in &rows {
             match p {
                 None => println!(

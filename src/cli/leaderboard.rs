@@ -7,7 +7,9 @@ use clap::Args;
 
 use super::common::check_confidence;
 use super::error::CliError;
+use super::table::{render, LEADERBOARD_DROP};
 
+use crate::report::compare::Table;
 use crate::report::leaderboard::{
     build_leaderboard, leaderboard_csv, load_runs, LeaderboardOptions,
 };
@@ -112,17 +114,26 @@ pub fn cmd_leaderboard(a: LeaderboardArgs) -> Result<i32, CliError> {
             n => format!(", {n} not ranked (listed in the page)"),
         }
     );
-    for (i, g) in lb.groups.iter().enumerate() {
+    let mut table = Table {
+        header: ["protocol", "runs", "leader", "progression % ± SE"]
+            .iter()
+            .map(|h| h.to_string())
+            .collect(),
+        rows: Vec::new(),
+    };
+    for g in &lb.groups {
         if let Some(r) = g.rows.first() {
-            println!(
-                "  group {}: {} run(s), leader {} ({:.1}% ± {:.1})",
-                i + 1,
-                g.rows.len(),
-                r.label,
-                r.summary.progression_mean,
-                r.summary.progression_se
-            );
+            table.rows.push(vec![
+                g.name.clone(),
+                g.rows.len().to_string(),
+                r.label.clone(),
+                format!(
+                    "{:.1} ± {:.1}",
+                    r.summary.progression_mean, r.summary.progression_se
+                ),
+            ]);
         }
     }
+    println!("{}", render(&table, LEADERBOARD_DROP));
     Ok(0)
 }

@@ -11,6 +11,7 @@ mod assets;
 mod baseline;
 pub mod bench;
 mod check;
+pub mod cli_docs;
 pub mod common;
 mod compare;
 mod env;
@@ -24,6 +25,7 @@ mod replay;
 mod report;
 pub mod run;
 mod serve_env;
+pub mod table;
 pub mod view;
 
 pub use error::{CliError, EXIT_USAGE};
@@ -35,6 +37,12 @@ pub struct Cli {
     /// Subcommand.
     #[command(subcommand)]
     pub command: Command,
+    /// Print every column of terminal tables in full. Without it, tables of `run`, `compare`,
+    /// `presets` and `leaderboard` fit $COLUMNS (else the terminal's width, else 120): columns
+    /// go in a stated order (docs/GUIDE.md#tables-that-fit), then the widest cells are
+    /// abbreviated, and a line under the table says what was hidden. CSV files never change.
+    #[arg(long, global = true)]
+    pub wide: bool,
 }
 
 /// Top-level commands.
@@ -81,6 +89,17 @@ pub enum Command {
     /// A local web server over a results folder: the leaderboard, each run's page, and live
     /// panels for runs still playing (`vlm-eval view results/`).
     View(view::ViewArgs),
+    /// Documentation generated from the program itself.
+    #[command(subcommand, hide = true)]
+    Docs(DocsCommand),
+}
+
+/// `vlm-eval docs …` (hidden: for the project's own docs).
+#[derive(Subcommand, Debug)]
+pub enum DocsCommand {
+    /// Print docs/CLI.md, the reference of every command and flag, generated from this clap
+    /// tree (`vlm-eval docs cli > docs/CLI.md`).
+    Cli,
 }
 
 /// `vlm-eval env …`
@@ -146,7 +165,7 @@ pub enum BaselineCommand {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 17] = [
+pub const SUBCOMMANDS: [&str; 18] = [
     "run",
     "env",
     "bench",
@@ -164,20 +183,35 @@ pub const SUBCOMMANDS: [&str; 17] = [
     "replay",
     "leaderboard",
     "view",
+    "docs",
 ];
 
 /// Insert the default `run` subcommand when the first argument is not a subcommand.
 pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    // `--wide` (global) may come before the subcommand: look past it.
+    let at = 1 + args
+        .iter()
+        .skip(1)
+        .take_while(|a| a.to_str() == Some("--wide"))
+        .count();
+    let first = args.get(at).and_then(|a| a.to_str()).unwrap_or("");
     let top_level_flag = matches!(first, "-h" | "--help" | "-V" | "--version");
-    if args.len() > 1 && !SUBCOMMANDS.contains(&first) && !top_level_flag {
-        args.insert(1, "run".into());
+    if args.len() > at && !SUBCOMMANDS.contains(&first) && !top_level_flag {
+        args.insert(at, "run".into());
     }
     args
 }
 
 /// Run a parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> Result<i32, CliError> {
+    // Commands that print terminal tables resolve their width first: a bad $COLUMNS is exit 2
+    // before anything runs.
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Compare(_) | Command::Presets(_) | Command::Leaderboard(_)
+    ) {
+        table::init(cli.wide)?;
+    }
     match cli.command {
         Command::Run(a) => run::cmd_run(*a),
         Command::Env(EnvCommand::Trace(a)) => env::cmd_trace(a),
@@ -204,5 +238,9 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Replay(a) => replay::cmd_replay(a),
         Command::Leaderboard(a) => leaderboard::cmd_leaderboard(a),
         Command::View(a) => view::cmd_view(a),
+        Command::Docs(DocsCommand::Cli) => {
+            print!("{}", cli_docs::markdown());
+            Ok(0)
+        }
     }
 }

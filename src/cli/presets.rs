@@ -4,7 +4,9 @@
 use clap::Args;
 
 use super::error::CliError;
+use super::table::{render, NO_DROP};
 use crate::agent::preset::Preset;
+use crate::report::compare::Table;
 
 /// `vlm-eval presets` flags.
 #[derive(Args, Debug)]
@@ -25,24 +27,22 @@ pub fn cmd_presets(a: PresetsArgs) -> Result<i32, CliError> {
         message: e.to_string(),
     })?;
     for p in &all {
-        println!(
-            "{}: {}\n  compares with: {}\n",
-            p.name, p.description, p.reproduces
-        );
+        println!("{}: {}", p.name, p.description);
+        println!("  compares with: {}", p.reproduces);
+        println!();
     }
-    let mut b = tabled::builder::Builder::default();
-    let mut header = vec!["setting".to_string()];
-    header.extend(all.iter().map(|p| p.name.clone()));
-    b.push_record(header);
+    let mut table = Table {
+        header: vec!["setting".to_string()],
+        rows: Vec::new(),
+    };
+    table.header.extend(all.iter().map(|p| p.name.clone()));
     let settings: Vec<Vec<(&str, String)>> = all.iter().map(Preset::settings).collect();
     for (i, (key, _)) in settings[0].iter().enumerate() {
         let mut row = vec![key.to_string()];
         row.extend(settings.iter().map(|s| s[i].1.clone()));
-        b.push_record(row);
+        table.rows.push(row);
     }
-    let mut table = b.build();
-    table.with(tabled::settings::Style::rounded());
-    println!("{table}");
+    println!("{}", render(&table, NO_DROP));
     println!(
         "Use: vlm-eval run --preset NAME (or preset = \"NAME\" in --config); flags override a preset's settings. \
 layout, reset-noop, render-twice, content-parts and feedback come only from the preset. \

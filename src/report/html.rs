@@ -31,6 +31,21 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// The pages' icon, a 16×16 PNG (a green tile with a yellow square): what `view` serves at
+/// `/favicon.ico`, and inline in `ICON`.
+pub const ICON_PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x10, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x91, 0x68,
+    0x36, 0x00, 0x00, 0x00, 0x1e, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0xd0, 0xcf, 0xb7, 0x23,
+    0x09, 0x31, 0x0c, 0x72, 0x0d, 0x2f, 0x2e, 0x55, 0x61, 0x45, 0xa3, 0x1a, 0xe8, 0xab, 0x61, 0x88,
+    0xa6, 0x25, 0x00, 0xbe, 0xbc, 0x32, 0x10, 0x8c, 0x4a, 0x47, 0xcd, 0x00, 0x00, 0x00, 0x00, 0x49,
+    0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// The pages' icon declared inline (`ICON_PNG` as a data URL, which both CSPs allow), so that
+/// no browser asks for `/favicon.ico`.
+pub const ICON: &str = r#"<link rel="icon" href="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAHklEQVR42mPQz7cjCTEMcg0vLlVhRaMa6KthiKYlAL68MhCMSkfNAAAAAElFTkSuQmCC">"#;
+
 /// The report page's Content-Security-Policy tag: no script, no request, images from `data:`
 /// only (`view` swaps it for its own when it adds the live panel).
 pub const REPORT_CSP: &str = r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">"#;
@@ -358,7 +373,7 @@ pub fn build_report_with(
     let mut html = String::with_capacity(64 * 1024 + sections.len());
     let _ = write!(
         html,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval report: {}</title><style>{STYLE}</style></head><body><main>"#,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}{ICON}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval report: {}</title><style>{STYLE}</style></head><body><main>"#,
         escape(&run.name())
     );
     html += &header(run);
@@ -422,6 +437,18 @@ pub fn build_report_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inline_icon_is_the_served_one() {
+        use base64::Engine as _;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(ICON_PNG);
+        assert_eq!(
+            ICON,
+            format!(r#"<link rel="icon" href="data:image/png;base64,{encoded}">"#)
+        );
+        let png = image::load_from_memory(ICON_PNG).expect("a valid PNG");
+        assert_eq!((png.width(), png.height()), (16, 16));
+    }
 
     #[test]
     fn escape_covers_the_five_characters() {

@@ -15,7 +15,7 @@ use crate::results::run::RunData;
 use crate::results::summary::Summary;
 
 use super::compare::{group_runs, paired, GroupBy, Paired, Table};
-use super::protocol::{protocol_of, PROTOCOL_KEYS};
+use super::protocol::{protocol_names, protocol_of, PROTOCOL_KEYS};
 use super::stats::{bootstrap_mean_ci, Interval};
 
 /// Inference settings of the leaderboard.
@@ -76,6 +76,9 @@ impl Row {
 pub struct ProtocolGroup {
     /// The protocol (`report::protocol::protocol_of`).
     pub protocol: Value,
+    /// Its name among the leaderboard's groups: what sets it apart
+    /// (`report::protocol::protocol_names`, e.g. `preset balrog`).
+    pub name: String,
     /// Rows, best first.
     pub rows: Vec<Row>,
 }
@@ -131,10 +134,13 @@ pub fn build_leaderboard(
             None => buckets.push((p, vec![run])),
         }
     }
+    let protocols: Vec<Value> = buckets.iter().map(|(p, _)| p.clone()).collect();
     let groups = buckets
         .into_iter()
-        .map(|(protocol, runs)| ProtocolGroup {
+        .zip(protocol_names(&protocols))
+        .map(|((protocol, runs), name)| ProtocolGroup {
             protocol,
+            name,
             rows: rank(&runs, opts),
         })
         .collect();

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::crafter::ACHIEVEMENT_NAMES;
 
-use super::html::{escape, thousands, REPORT_CSP, STYLE};
+use super::html::{escape, thousands, ICON, REPORT_CSP, STYLE};
 use super::leaderboard::{protocol_line, Leaderboard, Row};
 
 const EXTRA_STYLE: &str = r#"
@@ -146,7 +146,7 @@ pub fn leaderboard_html(lb: &Leaderboard, title: &str, link: RunLink) -> String 
     let mut html = String::with_capacity(32 * 1024);
     let _ = write!(
         html,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}<meta name="viewport" content="width=device-width, initial-scale=1"><title>{}</title><style>{STYLE}{EXTRA_STYLE}</style></head><body><main><header><h1>{}</h1>"#,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}{ICON}<meta name="viewport" content="width=device-width, initial-scale=1"><title>{}</title><style>{STYLE}{EXTRA_STYLE}</style></head><body><main><header><h1>{}</h1>"#,
         escape(title),
         escape(title)
     );
@@ -159,9 +159,9 @@ pub fn leaderboard_html(lb: &Leaderboard, title: &str, link: RunLink) -> String 
     for (gi, g) in lb.groups.iter().enumerate() {
         let _ = write!(
             html,
-            r#"<section class="group" id="group-{}"><h2>Protocol group {}</h2><p class="protocol">{}</p><div class="scroll"><table class="lb"><tr><th>#</th><th>run</th><th>model</th><th>episodes</th><th>progression % ± SE</th><th>{level_pct}% CI</th><th>Crafter score %</th><th>vs leader (pp, {level_pct}% CI, p)</th><th>replies exact / repaired / invalid</th><th>spend</th><th>$ per point</th></tr>"#,
+            r#"<section class="group" id="group-{}"><h2>Protocol: {}</h2><p class="protocol">{}</p><div class="scroll"><table class="lb"><tr><th>#</th><th>run</th><th>model</th><th>episodes</th><th>progression % ± SE</th><th>{level_pct}% CI</th><th>Crafter score %</th><th>vs leader (pp, {level_pct}% CI, p)</th><th>replies exact / repaired / invalid</th><th>spend</th><th>$ per point</th></tr>"#,
             gi + 1,
-            gi + 1,
+            escape(&g.name),
             escape(&protocol_line(&g.protocol))
         );
         for r in &g.rows {

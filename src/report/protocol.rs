@@ -80,6 +80,59 @@ pub fn protocol_differences(a: &Value, b: &Value) -> Vec<(&'static str, String)>
         .collect()
 }
 
+/// A short name for each of several protocols, by what sets it apart from the others: the
+/// fewest settings (taken in `PROTOCOL_KEYS` order, each kept only when it tells apart two
+/// protocols the earlier ones did not) as `key value`, e.g. `preset balrog` or
+/// `obs-format state, image-size 256`; a setting one protocol lacks shows as `key unset`. A
+/// single protocol is named by its preset (`preset vlm-eval`), else `all runs`.
+pub fn protocol_names(protocols: &[Value]) -> Vec<String> {
+    let shown = |p: &Value, k: &str| -> String {
+        let name = k.trim_end_matches("_sha256").replace('_', "-");
+        match p.get(k) {
+            Some(v) => format!("{name} {}", show(k, v)),
+            None => format!("{name} unset"),
+        }
+    };
+    if protocols.len() == 1 {
+        return vec![match protocols[0].get("preset") {
+            Some(_) => shown(&protocols[0], "preset"),
+            None => "all runs".into(),
+        }];
+    }
+    let mut chosen: Vec<&str> = Vec::new();
+    let alike = |i: usize, j: usize, keys: &[&str]| {
+        keys.iter()
+            .all(|k| protocols[i].get(*k) == protocols[j].get(*k))
+    };
+    for key in PROTOCOL_KEYS {
+        // Pairs the settings chosen so far do not tell apart.
+        let pairs: Vec<(usize, usize)> = (0..protocols.len())
+            .flat_map(|i| (i + 1..protocols.len()).map(move |j| (i, j)))
+            .filter(|&(i, j)| alike(i, j, &chosen))
+            .collect();
+        if pairs.is_empty() {
+            break;
+        }
+        if pairs
+            .iter()
+            .any(|&(i, j)| protocols[i].get(key) != protocols[j].get(key))
+        {
+            chosen.push(key);
+        }
+    }
+    protocols
+        .iter()
+        .map(|p| {
+            let parts: Vec<String> = chosen.iter().map(|k| shown(p, k)).collect();
+            if parts.is_empty() {
+                "all runs".into()
+            } else {
+                parts.join(", ")
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +172,47 @@ mod tests {
         );
         assert!(protocol_differences(&p, &p).is_empty());
         assert!(protocol_differences(&Value::Null, &p).is_empty());
+    }
+
+    #[test]
+    fn groups_are_named_by_what_sets_them_apart() {
+        let base = json!({"preset": "vlm-eval", "parser": "lenient", "obs_format": "state",
+                          "image_size": 64, "history": 3});
+        let mut balrog = base.clone();
+        balrog["preset"] = json!("balrog");
+        balrog["image_size"] = json!(256);
+        assert_eq!(
+            protocol_names(&[base.clone(), balrog.clone()]),
+            ["preset vlm-eval", "preset balrog"]
+        );
+        // Same preset: the settings that differ, fewest first in PROTOCOL_KEYS order.
+        let mut big = base.clone();
+        big["image_size"] = json!(256);
+        let mut text = base.clone();
+        text["obs_format"] = json!("balrog");
+        text["image_size"] = json!(256);
+        assert_eq!(
+            protocol_names(&[base.clone(), big, text]),
+            [
+                "obs-format state, image-size 64",
+                "obs-format state, image-size 256",
+                "obs-format balrog, image-size 256"
+            ]
+        );
+        let mut thinking = base.clone();
+        thinking["thinking"] = json!("on");
+        thinking["prompt_sha256"] = json!("0123456789abcdef");
+        let mut other = base.clone();
+        other["prompt_sha256"] = json!("fedcba9876543210");
+        assert_eq!(
+            protocol_names(&[thinking, other]),
+            ["prompt 0123456789ab", "prompt fedcba987654"]
+        );
+        assert_eq!(
+            protocol_names(std::slice::from_ref(&base)),
+            ["preset vlm-eval"]
+        );
+        assert_eq!(protocol_names(&[json!({})]), ["all runs"]);
     }
 
     #[test]

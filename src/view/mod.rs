@@ -134,6 +134,11 @@ pub fn spawn_background(cfg: ViewConfig) -> Result<SocketAddr, ViewError> {
     })
 }
 
+/// The URL of a run's page (`/run/NAME/`) on a server at `base` (`http://HOST:PORT/`).
+pub fn run_page_url(base: &str, run_dir: &std::path::Path) -> String {
+    format!("{}{}", base.trim_end_matches('/'), live::run_url(run_dir))
+}
+
 /// The view of a run's output folder for `run --view`: the folder is created if needed, the
 /// server started on 127.0.0.1:`port` in the background; returns its URL.
 pub fn spawn_for_run(out: &std::path::Path, port: u16) -> Result<String, ViewError> {

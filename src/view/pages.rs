@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::report::html::{build_report, escape, ReportOptions, REPORT_CSP, STYLE};
+use crate::report::html::{build_report, escape, ReportOptions, ICON, REPORT_CSP, STYLE};
 use crate::report::leaderboard::Leaderboard;
 use crate::report::leaderboard_html::leaderboard_html;
 
@@ -70,7 +70,7 @@ pub fn run_page(state: &ViewState, dir: &Path) -> String {
             let mut html = String::new();
             let _ = write!(
                 html,
-                r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{VIEW_CSP}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval view: {name}</title><style>{STYLE}{LIVE_STYLE}</style>{ERROR_HOOK}</head><body><main><p class="meta"><a href="/">← all runs</a></p><header><h1>{name}</h1><p class="meta">No report yet: {why}.</p></header>{live}</main></body></html>"#,
+                r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{VIEW_CSP}{ICON}<meta name="viewport" content="width=device-width, initial-scale=1"><title>vlm-eval view: {name}</title><style>{STYLE}{LIVE_STYLE}</style>{ERROR_HOOK}</head><body><main><p class="meta"><a href="/">← all runs</a></p><header><h1>{name}</h1><p class="meta">No report yet: {why}.</p></header>{live}</main></body></html>"#,
                 name = escape(&run_name(dir)),
                 why = escape(&why),
             );

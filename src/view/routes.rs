@@ -1,4 +1,5 @@
-//! The view server's routes: `/` (index), `/run/NAME/` (run page), `/run/NAME/live.json`,
+//! The view server's routes: `/` (index), `/favicon.ico` (the pages' icon), `/run/NAME/` (run
+//! page), `/run/NAME/live.json`,
 //! `/run/NAME/frame/SEED/FILE` (a frame PNG). Anything else, or a name or file that does not
 //! resolve to a file inside the folder, is a 404. Reading runs happens on blocking threads.
 
@@ -23,6 +24,7 @@ type St = State<Arc<ViewState>>;
 pub fn router(state: Arc<ViewState>) -> Router {
     Router::new()
         .route("/", get(index))
+        .route("/favicon.ico", get(favicon))
         .route("/run/{name}", get(run_redirect))
         .route("/run/{name}/", get(run))
         .route("/run/{name}/live.json", get(live))
@@ -36,6 +38,19 @@ fn not_found() -> Response {
         StatusCode::NOT_FOUND,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
         "not found\n",
+    )
+        .into_response()
+}
+
+/// The pages declare their icon inline (`report::html::ICON`); a browser that asks anyway
+/// gets the same picture rather than a 404.
+async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/png"),
+            (header::CACHE_CONTROL, "max-age=86400"),
+        ],
+        crate::report::html::ICON_PNG,
     )
         .into_response()
 }

@@ -205,7 +205,13 @@ fn model_args(base: &RunArgs, e: &ModelEntry) -> RunArgs {
 
 /// Play every model of the matrix and print their comparison; the exit code is the worst of
 /// the models' (as for one run: 0, 1 for errored episodes, 130 when interrupted).
-pub(super) fn run_matrix(a: RunArgs, entries: Vec<ModelEntry>) -> Result<i32, CliError> {
+/// With `view` (the `--view` server's base URL), each model's live page is printed once its
+/// folder is planned.
+pub(super) fn run_matrix(
+    a: RunArgs,
+    entries: Vec<ModelEntry>,
+    view: Option<&str>,
+) -> Result<i32, CliError> {
     // Every model resolved first, so that bad input fails before anything plays.
     let mut textures = None;
     let mut resolved = Vec::new();
@@ -241,6 +247,12 @@ pub(super) fn run_matrix(a: RunArgs, entries: Vec<ModelEntry>) -> Result<i32, Cl
     for rr in resolved {
         let info = run_record(&rr)?;
         plans.push(plan_run(rr, info)?);
+    }
+    if let Some(base) = view {
+        for (plan, e) in plans.iter().zip(&entries) {
+            let url = crate::view::run_page_url(base, &plan.store.root);
+            eprintln!("live view: {}: {url}", e.model);
+        }
     }
 
     let multi = MultiProgress::new();

@@ -212,18 +212,29 @@ pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
         .map(Shard::resolve_env)
         .transpose()
         .map_err(CliError::usage)?;
-    if let Some(port) = a.view {
-        let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
-        let url = crate::view::spawn_for_run(&out, port)
-            .map_err(|e| CliError::usage(format!("--view: {e}")))?;
-        eprintln!("live view: {url}");
-    }
+    // `--view`: the server starts now (a port in use fails before anything plays); its URL
+    // is printed once the run's folder is known: this run's live page, or one per model.
+    let view = match a.view {
+        Some(port) => {
+            let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+            let url = crate::view::spawn_for_run(&out, port)
+                .map_err(|e| CliError::usage(format!("--view: {e}")))?;
+            Some(url)
+        }
+        None => None,
+    };
     if let Some(models) = matrix::model_list(&a)? {
-        return matrix::run_matrix(a, models);
+        return matrix::run_matrix(a, models, view.as_deref());
     }
     let resolved = resolve::resolve_run(&a, None)?;
     let run_info = record::run_record(&resolved)?;
     let plan = start::plan_run(resolved, run_info)?;
+    if let Some(base) = &view {
+        eprintln!(
+            "live view: {}",
+            crate::view::run_page_url(base, &plan.store.root)
+        );
+    }
     let outcome = runtime()?.block_on(start::start_run(plan, &Default::default()))?;
     start::print_summary(&outcome.summary, &outcome.dir);
     Ok(start::exit_code(&outcome, a.allow_errors))

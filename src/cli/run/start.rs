@@ -181,56 +181,56 @@ pub(super) fn exit_code(outcome: &RunOutcome, allow_errors: bool) -> i32 {
     }
 }
 
-/// Print a finished run's one-row table, its spend line and its folder.
+/// Print a finished run's one-row table (fitted to the terminal: `cli::table::RUN_DROP`), its
+/// spend line and its folder.
 pub(super) fn print_summary(s: &Summary, dir: &Path) {
-    use tabled::settings::Style;
-    #[derive(tabled::Tabled)]
-    struct Row {
-        model: String,
-        episodes: String,
-        progression: String,
-        #[tabled(rename = "crafter score")]
-        crafter_score: String,
-        achievements: String,
-        steps: String,
-        deaths: String,
-        #[tabled(rename = "replies exact/repaired")]
-        format: String,
-        tokens: String,
-        cost: String,
-        #[tabled(rename = "latency p50/p95")]
-        latency: String,
-    }
+    use crate::cli::table::{render, RUN_DROP};
     let tokens = match (s.input_tokens, s.output_tokens) {
         (Some(i), Some(o)) => format!("{i} in / {o} out"),
         _ => "unknown".into(),
     };
-    let row = Row {
-        model: s.model.clone(),
-        episodes: if s.errors > 0 {
-            format!("{} ({} errors)", s.episodes, s.errors)
-        } else {
-            s.episodes.to_string()
-        },
-        progression: format!("{:.1}% ± {:.1}", s.progression_mean, s.progression_se),
-        crafter_score: format!("{:.2}%", s.crafter_score),
-        achievements: format!("{:.2}", s.score_mean),
-        steps: format!("{:.1}", s.steps_mean),
-        deaths: format!("{:.0}%", 100.0 * s.death_rate),
-        format: match (s.format_exact_rate, s.format_repaired_rate) {
-            (Some(e), Some(r)) => format!("{:.1}% / {:.1}%", 100.0 * e, 100.0 * r),
-            _ => "n/a".into(),
-        },
-        tokens,
-        cost: s
-            .cost_usd
-            .map(|c| format!("${c:.4}"))
-            .unwrap_or_else(|| "unknown".into()),
-        latency: format!("{:.0}/{:.0} ms", s.latency_p50_ms, s.latency_p95_ms),
+    let cells: [(&str, String); 11] = [
+        ("model", s.model.clone()),
+        (
+            "episodes",
+            if s.errors > 0 {
+                format!("{} ({} errors)", s.episodes, s.errors)
+            } else {
+                s.episodes.to_string()
+            },
+        ),
+        (
+            "progression",
+            format!("{:.1}% ± {:.1}", s.progression_mean, s.progression_se),
+        ),
+        ("crafter score", format!("{:.2}%", s.crafter_score)),
+        ("achievements", format!("{:.2}", s.score_mean)),
+        ("steps", format!("{:.1}", s.steps_mean)),
+        ("deaths", format!("{:.0}%", 100.0 * s.death_rate)),
+        (
+            "replies exact/repaired",
+            match (s.format_exact_rate, s.format_repaired_rate) {
+                (Some(e), Some(r)) => format!("{:.1}% / {:.1}%", 100.0 * e, 100.0 * r),
+                _ => "n/a".into(),
+            },
+        ),
+        ("tokens", tokens),
+        (
+            "cost",
+            s.cost_usd
+                .map(|c| format!("${c:.4}"))
+                .unwrap_or_else(|| "unknown".into()),
+        ),
+        (
+            "latency p50/p95",
+            format!("{:.0}/{:.0} ms", s.latency_p50_ms, s.latency_p95_ms),
+        ),
+    ];
+    let table = crate::report::compare::Table {
+        header: cells.iter().map(|(h, _)| h.to_string()).collect(),
+        rows: vec![cells.into_iter().map(|(_, v)| v).collect()],
     };
-    let mut table = tabled::Table::new([row]);
-    table.with(Style::rounded());
-    println!("{table}");
+    println!("{}", render(&table, RUN_DROP));
     println!("{}", spend_line(s));
     println!("results: {}", dir.display());
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use vlm_eval::model::local::backend::cpu_packed::CpuPacked;
+use vlm_eval::model::local::backend::cpu::packed::CpuPacked;
 use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
 use vlm_eval::model::local::preprocess::{mrope_positions, preprocess_image, ImageInput};
 use vlm_eval::model::local::sampling::SamplingParams;

@@ -4,7 +4,7 @@
 //! Each output value is computed by one thread in a fixed order, so results do not depend on
 //! the thread count.
 
-use super::AttnShape;
+use crate::model::local::backend::AttnShape;
 
 /// Most rows that take [`gemv`] (decode) rather than `gemm` (which packs the weights on every
 /// call: at a few rows that doubles the memory traffic of a step that is bound by it).
@@ -110,7 +110,7 @@ fn bf16_blocks(
         let (dst, src) = (&mut block[..cols * k], &w[j0 * k..(j0 + cols) * k]);
         let per = (cols * k).div_ceil(threads_for(cols * k * 16));
         let mut parts: Vec<_> = dst.chunks_mut(per).zip(src.chunks(per)).collect();
-        super::cpu_pool::run_each(&mut parts, |_, (o, i)| {
+        super::pool::run_each(&mut parts, |_, (o, i)| {
             o.iter_mut().zip(*i).for_each(|(o, &b)| *o = bf16_to_f32(b));
         });
         gemm_f32(x, rows, k, &block[..cols * k], cols, n, &mut y[j0..]);
@@ -160,7 +160,7 @@ fn gemv(x: &[f32], rows: usize, k: usize, w: Weights<'_>, n: usize, y: &mut [f32
     let mut parts: Vec<Vec<f32>> = vec![Vec::new(); threads];
     {
         let y = &*y;
-        super::cpu_pool::run_each(&mut parts, |t, part| {
+        super::pool::run_each(&mut parts, |t, part| {
             let (j0, j1) = (t * cols, ((t + 1) * cols).min(n));
             part.resize(rows * (j1.saturating_sub(j0)), 0.0);
             gemv_cols(x, rows, k, w, j0..j1, |j, r, d| {
@@ -193,9 +193,9 @@ fn gemv_cols(
         Weights::Bf16(w) => assert!(w.len() >= js.end * k),
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(isa) = super::cpu_gemv::isa() {
+    if let Some(isa) = super::gemv::isa() {
         // SAFETY: the CPU has isa's extension; x and w are bounded by the assertions above.
-        unsafe { super::cpu_gemv::gemv_cols(isa, x, rows, k, w, js, emit) };
+        unsafe { super::gemv::gemv_cols(isa, x, rows, k, w, js, emit) };
         return;
     }
     gemv_cols_portable(x, rows, k, w, js, emit);
@@ -284,7 +284,7 @@ fn dots<const R: usize>(packed: &[f32], x: &[f32], k: usize, w: Weights<'_>, j: 
     })
 }
 
-/// Scaled dot-product attention (see [`super::Backend::attention`]); query rows are split
+/// Scaled dot-product attention (see [`crate::model::local::backend::Backend::attention`]); query rows are split
 /// across threads.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
@@ -306,7 +306,7 @@ pub fn attention(
     let per = n_q.div_ceil(threads);
     let rows = &mut out[q_row * qd..(q_row + n_q) * qd];
     let mut chunks: Vec<&mut [f32]> = rows.chunks_mut(per * qd).collect();
-    super::cpu_pool::run_each(&mut chunks, |t, chunk| {
+    super::pool::run_each(&mut chunks, |t, chunk| {
         let mut scores = vec![0f32; n_kv];
         for (ii, o) in chunk.chunks_exact_mut(qd).enumerate() {
             let i = t * per + ii;
@@ -398,7 +398,7 @@ mod tests {
         let mut y = vec![1f32; 3];
         matmul_add(&[], 3, 0, Weights::F32(&[]), 1, &mut y);
         assert_eq!(y, vec![1f32; 3]);
-        let s = super::super::DeltaShape {
+        let s = crate::model::local::backend::DeltaShape {
             k_heads: 1,
             v_heads: 2,
             dk: 4,
@@ -450,7 +450,7 @@ mod tests {
             check("portable", y);
             #[cfg(target_arch = "x86_64")]
             {
-                use super::super::cpu_gemv::{gemv_cols, Isa};
+                use super::super::gemv::{gemv_cols, Isa};
                 let has_fma = std::arch::is_x86_feature_detected!("fma");
                 for (isa, has) in [
                     (Isa::Avx512, super::super::simd::avx512()),

@@ -22,10 +22,10 @@
 //! f32 buffer that every row tile then reads.
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use super::cpu_amx;
-use super::cpu_kernels::{bf16_to_f32, threads_for};
-use super::cpu_pool::{self, Out};
-use super::cpu_tile::{kernel, tile, widen, Tile, WBlock};
+use super::amx;
+use super::kernels::{bf16_to_f32, threads_for};
+use super::pool::{self, Out};
+use super::tile::{kernel, tile, widen, Tile, WBlock};
 use std::mem::MaybeUninit;
 
 /// Bytes of one panel block (`KC · NR` f32 values), sized to stay in L1 beside the tile.
@@ -199,10 +199,10 @@ impl Panels {
         assert_eq!(kern.nr(), nr, "panels packed for another kernel");
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let (Phase::Prompt, PanelValues::Bf16(w)) = (phase, &self.values) {
-            if nr == 32 && cpu_amx::available() {
+            if nr == 32 && amx::available() {
                 // SAFETY: AMX is available; y per the caller's contract; the panels hold
                 // ⌈n/32⌉·32·k values, x rows·k and a bias n (asserted by the public callers).
-                unsafe { cpu_amx::product(x, rows, k, w, n, y, threads, start) };
+                unsafe { amx::product(x, rows, k, w, n, y, threads, start) };
                 return;
             }
         }
@@ -274,7 +274,7 @@ impl Panels {
                 p += g;
             }
         };
-        cpu_pool::run(threads, &|t| {
+        pool::run(threads, &|t| {
             let (p0, p1) = (t * per, ((t + 1) * per).min(panels));
             if p0 < p1 {
                 work(p0, p1);
@@ -283,8 +283,8 @@ impl Panels {
     }
 }
 
-/// Which rows a product computes: decode steps run the FMA chains (`cpu_tile.rs`); prompts
-/// over bf16 panels run AMX's products where the CPU has AMX-BF16 (`cpu_amx.rs`), else the
+/// Which rows a product computes: decode steps run the FMA chains (`tile.rs`); prompts
+/// over bf16 panels run AMX's products where the CPU has AMX-BF16 (`amx.rs`), else the
 /// FMA chains too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -347,7 +347,7 @@ fn pack_x(x: &[f32], rows: usize, k: usize, mr: usize) -> Vec<f32> {
         }
     };
     if threads_for(rows * k * 64) > 1 {
-        cpu_pool::run_each(&mut tiles, pack);
+        pool::run_each(&mut tiles, pack);
     } else {
         tiles.iter_mut().enumerate().for_each(|(i, t)| pack(i, t));
     }
@@ -359,7 +359,7 @@ fn pack_x(x: &[f32], rows: usize, k: usize, mr: usize) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cpu_kernels::max_diff;
+    use super::super::kernels::max_diff;
     use super::*;
 
     /// `y + x · wᵀ` in f64.
@@ -459,7 +459,7 @@ mod tests {
         // Where the CPU has AMX, prompt rows over bf16 panels run AMX's products (cpu_amx.rs);
         // f32 panels, and CPUs without AMX, run the FMA chains. Shapes: partial row tiles and
         // panels, k over several weight blocks with a tail, a bias.
-        if !cfg!(target_arch = "x86_64") || !super::super::cpu_amx::available() {
+        if !cfg!(target_arch = "x86_64") || !super::super::amx::available() {
             println!("no AMX-BF16 here: prompt products run the FMA chains");
         }
         for &(rows, k, n) in &[(1, 7, 3), (17, 300, 45), (40, 1030, 70), (64, 64, 64)] {

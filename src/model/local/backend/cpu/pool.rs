@@ -65,7 +65,7 @@ struct Pool {
 fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
     POOL.get_or_init(|| {
-        let n = super::cpu_kernels::cpu_threads().saturating_sub(1);
+        let n = super::kernels::cpu_threads().saturating_sub(1);
         let workers = (0..n)
             .filter_map(|i| {
                 let slot = Arc::new(Slot {
@@ -169,7 +169,7 @@ const PAR_MIN: usize = 1 << 15;
 /// whose rows do not depend on how they are grouped.
 pub fn par_chunks(out: &mut [f32], unit: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
     let units = out.len() / unit.max(1);
-    let threads = super::cpu_kernels::cpu_threads();
+    let threads = super::kernels::cpu_threads();
     if out.len() < PAR_MIN || threads < 2 || units < 2 {
         f(0, out);
         return;

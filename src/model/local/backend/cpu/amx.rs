@@ -66,9 +66,9 @@ pub(super) fn available() -> bool {
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp {
-    use super::super::panels::Start;
     use super::super::pool::{self, Out};
     use super::super::simd::multiversion;
+    use super::super::start::Start;
     use std::arch::asm;
 
     /// Rows of one AMX tile; the kernel covers two (32 rows) per pass.
@@ -226,7 +226,7 @@ mod imp {
         let mut data = Aligned::zeroed(blocks * per);
         let mut chunks: Vec<&mut [u16]> = data.as_mut_slice().chunks_mut(per).collect();
         let split = |rb: usize, out: &mut &mut [u16]| split_block(x, rows, k, rb, out);
-        if super::super::kernels::threads_for(rows * k * 64) > 1 {
+        if super::super::pool::threads_for(rows * k * 64) > 1 {
             pool::run_each(&mut chunks, split);
         } else {
             chunks.iter_mut().enumerate().for_each(|(i, c)| split(i, c));

@@ -6,8 +6,8 @@
 //! Per value the order is fixed (one FMA chain over the head width for a score, over the keys
 //! for an output, masked keys adding exact zeros), whatever the thread count.
 
-use super::kernels::threads_for;
 use super::panels::Panels;
+use super::pool::threads_for;
 use crate::model::local::backend::AttnShape;
 
 /// Fewest query rows that take this path.

@@ -234,7 +234,7 @@ pub fn delta_rule(
         return vec![0f32; n * hv * dv];
     }
     // Value heads are independent: split them across threads, each head's tokens in order.
-    let threads = super::kernels::threads_for(n * hv * dk * dv).min(hv).max(1);
+    let threads = super::pool::threads_for(n * hv * dk * dv).min(hv).max(1);
     let per = hv.div_ceil(threads);
     let mut parts: Vec<Vec<f32>> = vec![Vec::new(); hv.div_ceil(per)];
     let mut jobs: Vec<_> = state[..hv * dk * dv]

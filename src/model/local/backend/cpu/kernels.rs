@@ -4,6 +4,9 @@
 //! Each output value is computed by one thread in a fixed order, so results do not depend on
 //! the thread count.
 
+pub use super::layout::Weights;
+use super::layout::{bf16_to_f32, pack_rows, w_at};
+use super::pool::threads_for;
 use crate::model::local::backend::AttnShape;
 
 /// Most rows that take [`gemv`] (decode) rather than `gemm` (which packs the weights on every
@@ -17,37 +20,6 @@ const BF16_BLOCK_VALUES: usize = 1 << 22;
 thread_local! {
     /// The f32 copy of a bf16 weight block (see [`BF16_BLOCK_VALUES`]).
     static BF16_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Weights of a linear layer as stored by the CPU backend.
-#[derive(Clone, Copy)]
-pub enum Weights<'a> {
-    /// f32 values.
-    F32(&'a [f32]),
-    /// bfloat16 bit patterns.
-    Bf16(&'a [u16]),
-}
-
-/// Threads to use for `work` multiply-adds (one for small jobs, where handing work to the
-/// pool's workers costs more). The parts run on `cpu_pool`'s workers, not rayon's pool:
-/// rayon's idle workers spin beside the caller, and on two cores that halved batch-8 decode.
-pub fn threads_for(work: usize) -> usize {
-    if work < 1 << 18 {
-        return 1;
-    }
-    cpu_threads()
-}
-
-/// This process's CPU threads (asked once: the answer reads cgroup files, ~10 µs a call).
-pub fn cpu_threads() -> usize {
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
-}
-
-/// bf16 bits to f32 (exact).
-#[inline]
-pub fn bf16_to_f32(b: u16) -> f32 {
-    f32::from_bits((b as u32) << 16)
 }
 
 /// `x · y` with eight independent partial sums, so the compiler can vectorise it.
@@ -235,31 +207,6 @@ fn gemv_cols_portable(
             7 => run!(7, g),
             _ => run!(8, g),
         }
-    }
-}
-
-/// The whole `L`-value chunks of the first `R` rows of `x[_, k]`, interleaved (`[k/L][R][L]`):
-/// the loads that one weight chunk meets are contiguous (rows k·4 bytes apart would share
-/// cache sets).
-pub(super) fn pack_rows<const R: usize, const L: usize>(
-    x: &[f32],
-    k: usize,
-    packed: &mut Vec<f32>,
-) {
-    packed.clear();
-    for c in 0..k / L {
-        for r in 0..R {
-            packed.extend_from_slice(&x[r * k + c * L..r * k + c * L + L]);
-        }
-    }
-}
-
-/// Weight `i` of row `j`.
-#[inline(always)]
-pub(super) fn w_at(w: Weights<'_>, k: usize, j: usize, i: usize) -> f32 {
-    match w {
-        Weights::F32(w) => w[j * k + i],
-        Weights::Bf16(w) => bf16_to_f32(w[j * k + i]),
     }
 }
 

@@ -8,13 +8,15 @@ pub mod attn;
 pub mod gemv;
 pub mod hybrid;
 pub mod kernels;
+mod layout;
 pub mod packed;
 pub mod panels;
 mod pool;
 pub mod simd;
+mod start;
 mod tile;
 
-use self::kernels::Weights;
+use self::layout::Weights;
 use super::{need, AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::LocalError;
 

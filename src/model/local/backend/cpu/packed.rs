@@ -15,7 +15,8 @@
 //! run on AMX where the CPU has AMX-BF16 (`amx.rs`): exact products, f32 sums, not the
 //! FMA chains' bits.
 
-use super::kernels::{self, bf16_to_f32, Weights};
+use super::kernels;
+use super::layout::{bf16_to_f32, Weights};
 use super::panels::{Panels, Phase};
 use super::Cpu;
 use crate::model::local::backend::{AttnShape, BResult, Backend, DeltaShape};

@@ -23,8 +23,9 @@
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use super::amx;
-use super::kernels::{bf16_to_f32, threads_for};
-use super::pool::{self, Out};
+use super::layout::bf16_to_f32;
+use super::pool::{self, threads_for, Out};
+use super::start::Start;
 use super::tile::{kernel, tile, widen, Tile, WBlock};
 use std::mem::MaybeUninit;
 
@@ -292,40 +293,6 @@ pub enum Phase {
     Decode,
     /// Prompt rows (prefill and the vision tower).
     Prompt,
-}
-
-/// Where a product starts: y's own values, or a new buffer that starts from zeros or the bias
-/// in every row (the FMA chains fill it first, AMX's accumulators start from it).
-#[derive(Clone, Copy)]
-pub(super) enum Start<'a> {
-    /// y's values: the product is added to them.
-    Existing,
-    /// A new buffer: zeros, or the bias (at least n values).
-    Fresh(Option<&'a [f32]>),
-}
-
-impl Start<'_> {
-    /// Write the start values of columns `cols` of every row of a fresh y (nothing for
-    /// `Existing`).
-    ///
-    /// # Safety
-    /// `y` must be valid for writes to those columns of `rows` rows `n` apart; a bias holds
-    /// at least `cols.end` values.
-    unsafe fn fill(self, y: Out, rows: usize, n: usize, cols: std::ops::Range<usize>) {
-        let Start::Fresh(bias) = self else { return };
-        for r in 0..rows {
-            let dst = y.at(r * n + cols.start);
-            // SAFETY: per the caller.
-            unsafe {
-                match bias {
-                    Some(b) => {
-                        std::ptr::copy_nonoverlapping(b[cols.clone()].as_ptr(), dst, cols.len())
-                    }
-                    None => std::ptr::write_bytes(dst, 0, cols.len()),
-                }
-            }
-        }
-    }
 }
 
 /// x's rows in tiles of `mr` (the last one shorter), each tile `[k][r]`: a tile's activations

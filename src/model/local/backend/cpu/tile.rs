@@ -5,7 +5,7 @@
 //! 6 rows × two panels) and AVX2 + FMA (8 lanes, 6 rows, or 2 rows × two panels); other CPUs
 //! run a portable loop in the same order, with a multiply and an add.
 
-use super::kernels::bf16_to_f32;
+use super::layout::bf16_to_f32;
 
 /// The kernel family this CPU runs (x86-64 with AVX-512F or AVX2 + FMA), else portable code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,46 +1,19 @@
-//! Checkpoint configuration: `config.json` (flat transformers-4 layout and nested
-//! transformers-5 layout), `preprocessor_config.json` and `generation_config.json`.
+//! Checkpoint configuration: `config.json` read by its `model_type` (the family's own reader in
+//! `model/<family>/config.rs`, over the shared layouts of `layout.rs`), `preprocessor_config.json`
+//! and `generation_config.json`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
-use super::LocalError;
+pub mod layout;
 
-/// Text decoder (Qwen2 with M-RoPE) shapes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TextConfig {
-    /// Model width D.
-    pub hidden_size: usize,
-    /// MLP width.
-    pub intermediate_size: usize,
-    /// Decoder layers.
-    pub num_layers: usize,
-    /// Query heads.
-    pub num_heads: usize,
-    /// Key/value heads (GQA).
-    pub num_kv_heads: usize,
-    /// RMSNorm epsilon.
-    pub rms_norm_eps: f64,
-    /// Rotary base.
-    pub rope_theta: f64,
-    /// M-RoPE sections (t, h, w) in half-head-dim units.
-    pub mrope_section: [usize; 3],
-    /// Embedding rows.
-    pub vocab_size: usize,
-    /// Whether `lm_head` is the embedding matrix.
-    pub tie_word_embeddings: bool,
-    /// Per-head width when config.json sets it (else `hidden_size / num_heads`).
-    pub explicit_head_dim: Option<usize>,
-}
-
-impl TextConfig {
-    /// Per-head width.
-    pub fn head_dim(&self) -> usize {
-        self.explicit_head_dim
-            .unwrap_or(self.hidden_size / self.num_heads)
-    }
-}
+use self::layout::Common;
+pub(crate) use self::layout::Fields;
+pub use self::layout::{read_json, TextConfig, VisionConfig};
+use crate::model::local::model::qwen2vl::config as qwen2vl;
+use crate::model::local::model::qwen35::config as qwen35;
+use crate::model::local::LocalError;
 
 /// The model family (config.json `model_type`) and what only that family needs.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,47 +21,11 @@ pub enum Arch {
     /// `qwen2_vl`.
     Qwen2Vl,
     /// `qwen3_5`: the hybrid decoder's and the vision tower's extra settings.
-    Qwen35(Box<crate::model::local::model::qwen35::config::Qwen35Extra>),
+    Qwen35(Box<qwen35::Qwen35Extra>),
 }
 
 /// The `model_type` values `--model local:DIR` runs.
 pub const SUPPORTED_MODEL_TYPES: &[&str] = &["qwen2_vl", "qwen3_5"];
-
-/// Vision tower (ViT + 2x2 patch merger) shapes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct VisionConfig {
-    /// Blocks.
-    pub depth: usize,
-    /// ViT width E.
-    pub embed_dim: usize,
-    /// Attention heads.
-    pub num_heads: usize,
-    /// MLP width is `embed_dim * mlp_ratio`.
-    pub mlp_ratio: f64,
-    /// Input channels (3).
-    pub in_channels: usize,
-    /// Merger output width (must equal the text width).
-    pub hidden_size: usize,
-    /// Patch side in pixels.
-    pub patch_size: usize,
-    /// Merge factor per side.
-    pub spatial_merge_size: usize,
-    /// Frames per temporal patch.
-    pub temporal_patch_size: usize,
-    /// Vision rotary base.
-    pub rope_theta: f64,
-}
-
-impl VisionConfig {
-    /// Values in one flattened patch (C·T·P·P).
-    pub fn patch_dim(&self) -> usize {
-        self.in_channels * self.temporal_patch_size * self.patch_size * self.patch_size
-    }
-    /// MLP width.
-    pub fn mlp_dim(&self) -> usize {
-        (self.embed_dim as f64 * self.mlp_ratio).round() as usize
-    }
-}
 
 /// Everything read from `config.json`.
 #[derive(Clone, Debug, PartialEq)]
@@ -148,115 +85,19 @@ pub struct GenerationConfig {
     pub top_k: Option<usize>,
 }
 
-/// Read and parse one JSON file; a missing file is an error naming it.
-pub fn read_json(path: &Path) -> Result<Value, LocalError> {
-    let text = std::fs::read_to_string(path).map_err(|e| LocalError::File {
-        file: path.to_path_buf(),
-        msg: e.to_string(),
-    })?;
-    serde_json::from_str(&text).map_err(|e| LocalError::File {
-        file: path.to_path_buf(),
-        msg: format!("invalid JSON: {e}"),
-    })
-}
-
-/// Field lookup over alternative dotted paths, with errors naming the file and field.
-pub(crate) struct Fields<'a> {
-    pub(crate) file: PathBuf,
-    pub(crate) root: &'a Value,
-}
-
-impl Fields<'_> {
-    pub(crate) fn find(&self, paths: &[&str]) -> Option<&Value> {
-        paths.iter().find_map(|p| {
-            let mut v = self.root;
-            for key in p.split('.') {
-                v = v.get(key)?;
-            }
-            (!v.is_null()).then_some(v)
-        })
-    }
-    pub(crate) fn err(&self, field: &str, msg: impl Into<String>) -> LocalError {
-        LocalError::Field {
-            file: self.file.clone(),
-            field: field.to_string(),
-            msg: msg.into(),
-        }
-    }
-    pub(crate) fn usize(&self, paths: &[&str]) -> Result<usize, LocalError> {
-        let v = self
-            .find(paths)
-            .ok_or_else(|| self.err(paths[0], "is missing"))?;
-        v.as_u64()
-            .map(|x| x as usize)
-            .ok_or_else(|| self.err(paths[0], format!("must be a non-negative integer, got {v}")))
-    }
-    pub(crate) fn usize_or(&self, paths: &[&str], default: usize) -> Result<usize, LocalError> {
-        match self.find(paths) {
-            None => Ok(default),
-            Some(_) => self.usize(paths),
-        }
-    }
-    pub(crate) fn f64_or(&self, paths: &[&str], default: f64) -> Result<f64, LocalError> {
-        match self.find(paths) {
-            None => Ok(default),
-            Some(v) => v
-                .as_f64()
-                .ok_or_else(|| self.err(paths[0], format!("must be a number, got {v}"))),
-        }
-    }
-    pub(crate) fn f64(&self, paths: &[&str]) -> Result<f64, LocalError> {
-        self.find(paths)
-            .ok_or_else(|| self.err(paths[0], "is missing"))?;
-        self.f64_or(paths, 0.0)
-    }
-    pub(crate) fn bool_or(&self, paths: &[&str], default: bool) -> Result<bool, LocalError> {
-        match self.find(paths) {
-            None => Ok(default),
-            Some(v) => v
-                .as_bool()
-                .ok_or_else(|| self.err(paths[0], format!("must be true or false, got {v}"))),
-        }
-    }
-    /// An id or a list of ids.
-    pub(crate) fn ids(&self, paths: &[&str]) -> Result<Vec<u32>, LocalError> {
-        let Some(v) = self.find(paths) else {
-            return Ok(Vec::new());
-        };
-        let list: Vec<&Value> = match v {
-            Value::Array(a) => a.iter().collect(),
-            other => vec![other],
-        };
-        list.into_iter()
-            .map(|x| {
-                x.as_u64().map(|i| i as u32).ok_or_else(|| {
-                    self.err(
-                        paths[0],
-                        format!("must be a token id or a list of ids, got {v}"),
-                    )
-                })
-            })
-            .collect()
-    }
-    pub(crate) fn floats3(
-        &self,
-        paths: &[&str],
-        default: [f32; 3],
-    ) -> Result<[f32; 3], LocalError> {
-        let Some(v) = self.find(paths) else {
-            return Ok(default);
-        };
-        let bad = || self.err(paths[0], format!("must be a list of 3 numbers, got {v}"));
-        let a = v.as_array().filter(|a| a.len() == 3).ok_or_else(bad)?;
-        let mut out = [0f32; 3];
-        for (o, x) in out.iter_mut().zip(a) {
-            *o = x.as_f64().ok_or_else(bad)? as f32;
-        }
-        Ok(out)
-    }
-}
-
 impl ModelConfig {
+    /// A family's settings and the fields every family has.
+    fn of(arch: Arch, c: Common) -> ModelConfig {
+        ModelConfig {
+            arch,
+            text: c.text,
+            vision: c.vision,
+            image_token_id: c.image_token_id,
+            vision_start_token_id: c.vision_start_token_id,
+            eos_token_ids: c.eos_token_ids,
+        }
+    }
+
     /// Read `DIR/config.json`.
     pub fn load(dir: &Path) -> Result<ModelConfig, LocalError> {
         let file = dir.join("config.json");
@@ -272,8 +113,11 @@ impl ModelConfig {
             root,
         };
         match root.get("model_type").and_then(Value::as_str) {
-            None | Some("qwen2_vl") => ModelConfig::qwen2vl(&f),
-            Some("qwen3_5") => crate::model::local::model::qwen35::config::parse(&f),
+            None | Some("qwen2_vl") => Ok(ModelConfig::of(Arch::Qwen2Vl, qwen2vl::parse(&f)?)),
+            Some("qwen3_5") => {
+                let (common, extra) = qwen35::parse(&f)?;
+                Ok(ModelConfig::of(Arch::Qwen35(Box::new(extra)), common))
+            }
             Some(other) => Err(f.err(
                 "model_type",
                 format!(
@@ -282,150 +126,6 @@ impl ModelConfig {
                 ),
             )),
         }
-    }
-
-    /// Parse a Qwen2-VL config in either layout: nested (`text_config`, `rope_parameters`) or
-    /// flat (top-level text fields, `rope_scaling.mrope_section`, `rope_theta`,
-    /// `vision_config.in_chans`).
-    fn qwen2vl(f: &Fields<'_>) -> Result<ModelConfig, LocalError> {
-        let t = |name: &str| -> [String; 2] { [format!("text_config.{name}"), name.to_string()] };
-        let tp = |name: &str| t(name);
-        macro_rules! text {
-            ($m:ident, $name:expr) => {{
-                let p = tp($name);
-                f.$m(&[p[0].as_str(), p[1].as_str()])
-            }};
-        }
-        let hidden_size = text!(usize, "hidden_size")?;
-        let num_heads = text!(usize, "num_attention_heads")?;
-        let num_kv_heads = f.usize_or(
-            &["text_config.num_key_value_heads", "num_key_value_heads"],
-            num_heads,
-        )?;
-        let section = f
-            .find(&[
-                "text_config.rope_parameters.mrope_section",
-                "text_config.rope_scaling.mrope_section",
-                "rope_parameters.mrope_section",
-                "rope_scaling.mrope_section",
-            ])
-            .ok_or_else(|| {
-                f.err(
-                    "rope_scaling.mrope_section",
-                    "is missing (Qwen2-VL needs M-RoPE sections)",
-                )
-            })?;
-        let bad_section = || {
-            f.err(
-                "rope_scaling.mrope_section",
-                format!("must be 3 integers, got {section}"),
-            )
-        };
-        let arr = section
-            .as_array()
-            .filter(|a| a.len() == 3)
-            .ok_or_else(bad_section)?;
-        let mut mrope_section = [0usize; 3];
-        for (o, x) in mrope_section.iter_mut().zip(arr) {
-            *o = x.as_u64().ok_or_else(bad_section)? as usize;
-        }
-        let rope_theta = f.f64_or(
-            &[
-                "text_config.rope_parameters.rope_theta",
-                "text_config.rope_theta",
-                "rope_parameters.rope_theta",
-                "rope_theta",
-            ],
-            1_000_000.0,
-        )?;
-        let text = TextConfig {
-            hidden_size,
-            intermediate_size: text!(usize, "intermediate_size")?,
-            num_layers: text!(usize, "num_hidden_layers")?,
-            num_heads,
-            num_kv_heads,
-            rms_norm_eps: f.f64_or(&["text_config.rms_norm_eps", "rms_norm_eps"], 1e-6)?,
-            rope_theta,
-            mrope_section,
-            vocab_size: text!(usize, "vocab_size")?,
-            tie_word_embeddings: f.bool_or(
-                &["tie_word_embeddings", "text_config.tie_word_embeddings"],
-                false,
-            )?,
-            explicit_head_dim: None,
-        };
-        if num_heads == 0 || hidden_size % num_heads != 0 {
-            return Err(f.err(
-                "num_attention_heads",
-                format!("{num_heads} does not divide hidden_size {hidden_size}"),
-            ));
-        }
-        if num_kv_heads == 0 || num_heads % num_kv_heads != 0 {
-            return Err(f.err(
-                "num_key_value_heads",
-                format!("{num_kv_heads} does not divide num_attention_heads {num_heads}"),
-            ));
-        }
-        if mrope_section.iter().sum::<usize>() * 2 != text.head_dim() {
-            return Err(f.err(
-                "rope_scaling.mrope_section",
-                format!(
-                    "{mrope_section:?} must sum to head_dim/2 = {}",
-                    text.head_dim() / 2
-                ),
-            ));
-        }
-        let vision = VisionConfig {
-            depth: f.usize(&["vision_config.depth"])?,
-            embed_dim: f.usize(&["vision_config.embed_dim"])?,
-            num_heads: f.usize(&["vision_config.num_heads"])?,
-            mlp_ratio: f.f64_or(&["vision_config.mlp_ratio"], 4.0)?,
-            in_channels: f.usize_or(&["vision_config.in_channels", "vision_config.in_chans"], 3)?,
-            hidden_size: f.usize_or(&["vision_config.hidden_size"], hidden_size)?,
-            patch_size: f.usize_or(&["vision_config.patch_size"], 14)?,
-            spatial_merge_size: f.usize_or(&["vision_config.spatial_merge_size"], 2)?,
-            temporal_patch_size: f.usize_or(&["vision_config.temporal_patch_size"], 2)?,
-            rope_theta: f.f64_or(&["vision_config.rope_parameters.rope_theta"], 10_000.0)?,
-        };
-        if vision.num_heads == 0 || !vision.embed_dim.is_multiple_of(vision.num_heads) {
-            return Err(f.err(
-                "vision_config.num_heads",
-                "must divide vision_config.embed_dim",
-            ));
-        }
-        if !(vision.embed_dim / vision.num_heads).is_multiple_of(4) {
-            return Err(f.err(
-                "vision_config.num_heads",
-                "vision head width must be a multiple of 4",
-            ));
-        }
-        if vision.hidden_size != hidden_size {
-            return Err(f.err(
-                "vision_config.hidden_size",
-                format!(
-                    "{} must equal the text hidden_size {hidden_size}",
-                    vision.hidden_size
-                ),
-            ));
-        }
-        if let Some(act) = f.find(&["vision_config.hidden_act"]) {
-            if act.as_str() != Some("quick_gelu") {
-                return Err(f.err(
-                    "vision_config.hidden_act",
-                    format!("{act} is not supported (only quick_gelu)"),
-                ));
-            }
-        }
-        let image_token_id = f.usize(&["image_token_id", "text_config.image_token_id"])? as u32;
-        let start = f.find(&["vision_start_token_id"]).and_then(Value::as_u64);
-        Ok(ModelConfig {
-            arch: Arch::Qwen2Vl,
-            text,
-            vision,
-            image_token_id,
-            vision_start_token_id: start.map(|x| x as u32),
-            eos_token_ids: f.ids(&["eos_token_id", "text_config.eos_token_id"])?,
-        })
     }
 }
 

@@ -1,5 +1,5 @@
 //! The CPU backend's heavy kernels: matrix products (the `gemm` crate for prefill, our own
-//! threaded matrix-vector product for a few rows, with AVX-512 or AVX2 + FMA in `cpu_gemv` where
+//! threaded matrix-vector product for a few rows, with AVX-512 or AVX2 + FMA in `gemv.rs` where
 //! the CPU has them), weights stored as f32 or bf16, and attention split across threads by query rows.
 //! Each output value is computed by one thread in a fixed order, so results do not depend on
 //! the thread count.
@@ -149,7 +149,7 @@ fn gemv(x: &[f32], rows: usize, k: usize, w: Weights<'_>, n: usize, y: &mut [f32
     }
 }
 
-/// `emit(j, r, x[r]·w[j])` for the columns `js` and every row: `cpu_gemv`'s FMA kernels where
+/// `emit(j, r, x[r]·w[j])` for the columns `js` and every row: `gemv.rs`'s FMA kernels where
 /// the CPU has AVX-512F or AVX2 + FMA, else portable code in a fixed order.
 fn gemv_cols(
     x: &[f32],

@@ -423,7 +423,7 @@ mod tests {
 
     #[test]
     fn prompt_products_are_as_accurate_as_the_fma_chains_and_do_not_depend_on_the_batch() {
-        // Where the CPU has AMX, prompt rows over bf16 panels run AMX's products (cpu_amx.rs);
+        // Where the CPU has AMX, prompt rows over bf16 panels run AMX's products (amx.rs);
         // f32 panels, and CPUs without AMX, run the FMA chains. Shapes: partial row tiles and
         // panels, k over several weight blocks with a tail, a bias.
         if !cfg!(target_arch = "x86_64") || !super::super::amx::available() {

@@ -9,7 +9,7 @@ mod support;
 use support::stderr;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 use vlm_eval::crafter::TextureSet;

@@ -10,7 +10,7 @@ mod support;
 use support::text;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 

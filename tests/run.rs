@@ -4,7 +4,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Instant;
 
 fn vlm_eval(args: &[&str], envs: &[(&str, &str)]) -> Output {

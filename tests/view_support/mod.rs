@@ -7,7 +7,7 @@ pub use crate::support::{text, vlm_eval};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// A fresh scratch folder for this test.

@@ -19,6 +19,11 @@ Rules, each failure naming the offending files:
    harness package (vlm-eval), and pull in no HTTP, async runtime or model crate
    (tokio, reqwest, hyper, axum, async-openai, tokenizers, safetensors, cudarc); the size
    rule holds for their files too.
+6. No import cycle between files (each file a node, an arrow wherever a path written in it
+   resolves into another file; KNOWN_CYCLES lists those older than the rule, each frozen to
+   its files), and the files of src/model/local/backend/cpu/ import from outside that folder
+   only the backend's interface: backend::{Backend, BResult, AttnShape, DeltaShape, need}
+   and model::local::LocalError (CONFINED).
 Exit status: 0 when every rule holds, 1 otherwise.
 """
 
@@ -226,6 +231,191 @@ def check(src: Path) -> list[str]:
     return problems
 
 
+# Rule 6: no import cycle between files, and the CPU backend's files import from above their
+# folder only the backend's interface. Each file is a node; a path from `crate::`, `super::`,
+# `self::` or one of the file's own child modules (through `use` groups and inline
+# `mod x { … }` blocks) is an arrow to the file that defines its longest module prefix (a
+# `pub use` re-export is an arrow to the file that holds it; `mod x;` declarations are not
+# arrows). Test modules and test-only files are left out, as for the layers.
+# Cycles known when the rule came in (issue 37), outside the folders it was written for; each
+# must keep exactly these files (a new file in one, or a new cycle, fails) until it is fixed.
+KNOWN_CYCLES = {
+    frozenset(f"src/{f}" for f in files): why
+    for files, why in [
+        (["model/attempts.rs", "model/mod.rs"], "model's retry loop and the ChatModel trait"),
+        (["agent/parse/balrog.rs", "agent/parse/lenient.rs", "agent/parse/mod.rs", "agent/parse/names.rs",
+          "agent/parse/outcome.rs", "agent/parse/text.rs", "agent/parse/toolcall.rs"], "the parsers and their shared types in parse/mod.rs"),
+        (["results/formats.rs", "results/frames.rs", "results/run.rs", "results/store.rs", "results/summary.rs"], "the run folder's readers and writers"),
+        (["model/baseline.rs", "model/baseline/balrog.rs", "model/baseline/plan.rs"], "the scripted baselines"),
+        (["model/openai.rs", "model/openai/errors.rs", "model/openai/wire.rs"], "the OpenAI client and its wire types"),
+        (["report/html.rs", "report/html_episode.rs", "report/svg.rs"], "the HTML report's pages and charts"),
+        (["view/live.rs", "view/mod.rs", "view/pages.rs", "view/routes.rs", "view/state.rs"], "the live view's server"),
+        (["serve/mod.rs", "serve/routes.rs"], "serve-env's server and routes"),
+        (["cli/baseline.rs", "cli/mod.rs"], "the baseline command and the CLI's dispatch"),
+        (["model/local/backend/cuda/mod.rs", "model/local/backend/cuda/setup.rs", "model/local/device.rs"],
+         "CUDA's set-up is an `impl Cuda` in setup.rs, and both read device::DType (needs a GPU build to change safely)"),
+    ]
+}
+# Files under these folders may import from outside their folder only the names listed
+# (absolute module paths, without the leading `crate`).
+CONFINED = {
+    "model/local/backend/cpu": {
+        ("model", "local", "backend", "Backend"),
+        ("model", "local", "backend", "BResult"),
+        ("model", "local", "backend", "AttnShape"),
+        ("model", "local", "backend", "DeltaShape"),
+        ("model", "local", "backend", "need"),
+        ("model", "local", "LocalError"),
+    },
+}
+USE_STMT = re.compile(r"\b(?:pub(?:\([^)]*\))?\s+)?use\s+([^;]+);")
+PATH_START = re.compile(r"(?<![\w:])(\$crate|crate|super|self)((?:\s*::\s*[A-Za-z_]\w*)+)")
+INLINE_MOD = re.compile(r"\bmod\s+(\$?[A-Za-z_]\w*)\s*\{")
+CHILD_DECL = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;", re.M)
+
+
+def module_of(src: Path, f: Path) -> tuple[str, ...]:
+    rel = f.relative_to(src).with_suffix("").parts
+    return rel[:-1] if rel[-1] in ("mod", "lib", "main") else rel
+
+
+def expand_use(tree: str) -> list[str]:
+    """`a::{b, c::{self, d}}` -> ["a::b", "a::c", "a::c::d"] (aliases dropped)."""
+    tree = " ".join(tree.split())
+    i = tree.find("{")
+    if i < 0:
+        return [re.split(r"\s+as\s+", tree)[0].strip()]
+    prefix = tree[:i].strip().removesuffix("::").strip()
+    inner = tree[i + 1 : tree.rfind("}")]
+    parts, depth, cur = [], 0, ""
+    for ch in inner:
+        depth += (ch == "{") - (ch == "}")
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    out = []
+    for part in parts:
+        if not part.strip():
+            continue
+        for sub in expand_use(part):
+            out.append(prefix if sub == "self" else (f"{prefix}::{sub}" if prefix else sub))
+    return out
+
+
+def inline_mods(code: str) -> list[tuple[int, int, str]]:
+    """(start, end, name) of each inline `mod name { … }` block."""
+    out = []
+    for m in INLINE_MOD.finditer(code):
+        depth, k = 0, m.end() - 1
+        while k < len(code):
+            depth += (code[k] == "{") - (code[k] == "}")
+            if depth == 0:
+                break
+            k += 1
+        out.append((m.start(), k, m.group(1)))
+    return out
+
+
+def resolve(path: str, here: tuple[str, ...], children: set[str]) -> tuple[str, ...] | None:
+    """An absolute module path (without `crate`) for a path written in module `here`."""
+    segs = [s.strip() for s in path.split("::") if s.strip()]
+    if not segs:
+        return None
+    head, rest = segs[0], segs[1:]
+    if head in ("crate", "$crate"):
+        base = ()
+    elif head == "self":
+        base = here
+    elif head == "super":
+        base = here[:-1]
+        while rest and rest[0] == "super":
+            base, rest = base[:-1], rest[1:]
+    elif head in children:
+        base, rest = here + (head,), rest
+    else:
+        return None
+    return tuple(base) + tuple(rest)
+
+
+def file_imports(src: Path, f: Path, code: str) -> list[tuple[str, ...]]:
+    """Absolute module paths that the (test-free, comment-free) code of file f refers to."""
+    own = module_of(src, f)
+    children = set(CHILD_DECL.findall(code))
+    blocks = inline_mods(code)
+
+    def here_at(pos: int) -> tuple[str, ...]:
+        return own + tuple(name for a, b, name in blocks if a < pos < b)
+
+    found = []
+    for m in USE_STMT.finditer(code):
+        for p in expand_use(m.group(1)):
+            r = resolve(p, here_at(m.start()), children)
+            if r is not None:
+                found.append(r)
+    rest = USE_STMT.sub(lambda m: " " * len(m.group(0)), code)
+    for m in PATH_START.finditer(rest):
+        r = resolve(m.group(1) + m.group(2), here_at(m.start()), children)
+        if r is not None:
+            found.append(r)
+    for name in children:
+        for m in re.finditer(rf"(?<![\w:]){name}\s*::", rest):
+            found.append(own + (name,))
+    return found
+
+
+def file_of(src: Path, path: tuple[str, ...]) -> Path | None:
+    """The file that defines the longest module prefix of `path`."""
+    for k in range(len(path), -1, -1):
+        base = src.joinpath(*path[:k]) if k else src
+        for cand in ((base / "mod.rs",) if k else (src / "lib.rs",)) + ((base.with_suffix(".rs"),) if k else ()):
+            if cand.is_file():
+                return cand
+    return None
+
+
+def check_folders(src: Path) -> list[str]:
+    problems = []
+    files = rust_files(src)
+    tests_only = test_only_files(src, files)
+    imports: dict[Path, list[tuple[str, ...]]] = {}
+    for f in files:
+        if f in tests_only:
+            continue
+        lines = f.read_text(encoding="utf-8").split("\n")
+        imports[f] = file_imports(src, f, strip_comments("\n".join(non_test_lines(lines))))
+    graph: dict[str, set[str]] = {}
+    for f, refs in imports.items():
+        a = f.relative_to(src).as_posix()
+        for r in refs:
+            g = file_of(src, r)
+            if g is None or g == f or g.name in ("lib.rs", "main.rs"):
+                continue
+            graph.setdefault(a, set()).add(g.relative_to(src).as_posix())
+    for comp in find_cycles(graph):
+        named = frozenset(f"src/{c}" for c in comp)
+        if named in KNOWN_CYCLES:
+            continue
+        problems.append(
+            f"import cycle between the files {' <-> '.join('src/' + c for c in comp)}; move the shared piece into a leaf file"
+        )
+    for folder, allowed in CONFINED.items():
+        prefix = tuple(folder.split("/"))
+        for f, refs in imports.items():
+            rel = f.relative_to(src)
+            if rel.parts[: len(prefix)] != prefix:
+                continue
+            for r in sorted(set(refs)):
+                if r[: len(prefix)] == prefix or r in allowed:
+                    continue
+                problems.append(
+                    f"src/{rel.as_posix()}: imports crate::{'::'.join(r)} from above src/{folder}/, which may take only {', '.join(sorted('::'.join(a[-2:]) for a in allowed))}"
+                )
+    return problems
+
+
 # Rule 5: the workspace crates (directory under crates/) and the workspace crates each may use.
 CRATE_ALLOWED = {
     "crafter": set(),
@@ -315,6 +505,25 @@ def self_test() -> int:
         "command function": ({"serve/mod.rs": "pub fn cmd_serve_env() {}\n"}, "src/serve/mod.rs: command code"),
         "sibling command": ({"cli/run.rs": "use crate::cli::check::x;\n", "cli/check.rs": ""}, "imports the sibling command cli::check"),
         "long file": ({"agent/parse.rs": "fn a() {}\n" * (MAX_LINES + 1)}, f"{MAX_LINES + 1} lines of non-test code"),
+        "file cycle": ({
+            "model/local/backend/cpu/mod.rs": "mod a;\nmod b;\n",
+            "model/local/backend/cpu/a.rs": "use super::b::x;\n",
+            "model/local/backend/cpu/b.rs": "pub fn x() {}\nfn y() { super::a::z(); }\n",
+        }, "import cycle between the files src/model/local/backend/cpu/a.rs <-> src/model/local/backend/cpu/b.rs"),
+        "cycle through an inline module": ({
+            "model/local/backend/cpu/mod.rs": "mod a;\nmod b;\n",
+            "model/local/backend/cpu/a.rs": "mod imp {\n    use super::super::b::{self, x};\n}\n",
+            "model/local/backend/cpu/b.rs": "use super::{a::y, c};\n",
+        }, "import cycle between the files src/model/local/backend/cpu/a.rs <-> src/model/local/backend/cpu/b.rs"),
+        "cycle through mod.rs": ({
+            "cli/run/mod.rs": "mod steps;\npub struct Args;\npub fn cmd_run() { steps::go(); }\n",
+            "cli/run/steps.rs": "use super::Args;\n",
+        }, "import cycle between the files src/cli/run/mod.rs <-> src/cli/run/steps.rs"),
+        "cpu imports upward": ({
+            "model/local/backend/cpu/mod.rs": "mod a;\n",
+            "model/local/backend/cpu/a.rs": "use crate::model::local::engine::Engine;\n",
+            "model/local/engine.rs": "",
+        }, "imports crate::model::local::engine::Engine from above src/model/local/backend/cpu/"),
     }
     clean = {
         "crafter/mod.rs": "",
@@ -324,6 +533,10 @@ def self_test() -> int:
         "eval/mod.rs": "use crate::{agent::a, crafter::b};\n",
         "agent/mod.rs": "#[cfg(test)]\nmod tests;\n",
         "agent/tests.rs": "use crate::eval::z;\n" + "fn t() {}\n" * 1000,
+        "model/local/backend/mod.rs": "pub mod cpu;\npub trait Backend {}\npub struct AttnShape;\n",
+        "model/local/backend/cpu/mod.rs": "mod leaf;\nmod user;\nuse super::{AttnShape, Backend};\nuse crate::model::local::LocalError;\n",
+        "model/local/backend/cpu/leaf.rs": "pub fn x() {}\n",
+        "model/local/backend/cpu/user.rs": "mod imp {\n    use super::super::leaf::x;\n}\nfn y() { super::leaf::x(); }\n",
     }
     failures = []
     crate_cases = {
@@ -351,7 +564,7 @@ def self_test() -> int:
                 p = root / rel
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(text, encoding="utf-8")
-            found = check(root)
+            found = check(root) + check_folders(root)
             if name == "clean" and found:
                 failures.append(f"clean tree reported: {found}")
             elif name != "clean" and not any(expected in f for f in found):
@@ -369,7 +582,7 @@ def main() -> int:
     if args == ["--self-test"]:
         return self_test()
     src = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "src"
-    problems = check(src) + check_crates(src.parent / "crates")
+    problems = check(src) + check_folders(src) + check_crates(src.parent / "crates")
     for p in problems:
         print(f"layers: {p}", file=sys.stderr)
     if problems:

@@ -5,6 +5,8 @@
 //! `VLM_EVAL_REQUIRE_NVRTC=1` so that it cannot skip), no GPU.
 #![cfg(feature = "cuda")]
 
+mod support;
+
 use std::path::PathBuf;
 
 use vlm_eval::model::local::backend::cpu::Cpu;
@@ -14,7 +16,6 @@ use vlm_eval::model::local::device::DType;
 use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
 use vlm_eval::model::local::preprocess::{preprocess_image, ImageInput};
 use vlm_eval::model::local::sampling::{argmax, SamplingParams};
-use vlm_eval::model::local::weights::Weights;
 
 fn required() -> bool {
     std::env::var("VLM_EVAL_REQUIRE_CUDA").is_ok_and(|v| v == "1")
@@ -1046,36 +1047,16 @@ struct Qwen35Reference {
 }
 
 fn qwen35_reference(file: &str) -> Qwen35Reference {
-    let w = Weights::open_files(&[qwen35_fixture().join(file)]).unwrap();
-    let ids: Vec<u32> = w
-        .i64_any("input_ids")
-        .unwrap()
-        .1
-        .iter()
-        .map(|&x| x as u32)
-        .collect();
-    let pixels = w.f32_any("pixel_values").unwrap().1;
-    let mut images = Vec::new();
-    let mut at = 0;
-    for t in w.i64_any("image_grid_thw").unwrap().1.chunks(3) {
-        let grid = [t[0] as usize, t[1] as usize, t[2] as usize];
-        let n = grid.iter().product::<usize>() * QWEN35_PATCH;
-        images.push(ImageInput {
-            pixels: pixels[at..at + n].to_vec(),
-            grid,
-        });
-        at += n;
-    }
-    let greedy = w.i64_any("greedy_ids").unwrap().1[ids.len()..]
-        .iter()
-        .map(|&x| x as u32)
-        .collect();
+    let r = support::reference_at(&qwen35_fixture(), file);
     Qwen35Reference {
-        prompt: Prompt { ids, images },
-        embeds: w.f32_any("image_embeds").unwrap().1,
-        logits: w.f32_any("logits").unwrap().1,
-        decode_logits: w.f32_any("decode_logits").unwrap().1,
-        greedy,
+        prompt: Prompt {
+            ids: r.ids.clone(),
+            images: support::ref_images(&r, QWEN35_PATCH),
+        },
+        embeds: r.embeds,
+        logits: r.logits,
+        decode_logits: r.decode_logits.expect("decode_logits in the reference"),
+        greedy: r.greedy,
     }
 }
 

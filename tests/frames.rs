@@ -3,27 +3,21 @@
 //! own `env trace` frame hashes, the preview holds one image-only user message per frame, and
 //! bad input exits 2 with the valid names.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("run vlm-eval")
+    support::vlm_eval(args)
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("frames-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::fresh_dir(&format!("frames-{name}"))
 }
 
 fn lines(path: &Path) -> Vec<Value> {

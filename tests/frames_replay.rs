@@ -5,6 +5,9 @@
 //! frames the model was shown; readers (export-sft, report) replay what is missing; a hand-edited
 //! trajectory stops replay at the edited step; bad input exits 2 with one line.
 
+mod support;
+use support::stderr;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,25 +16,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("BALROG_SRC")
-        .env("VLM_EVAL_NO_FETCH", "1")
-        .output()
-        .expect("run vlm-eval")
+    support::run(args, &["BALROG_SRC"], &[("VLM_EVAL_NO_FETCH", "1")])
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("frames-replay-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    support::fresh_dir(&format!("frames-replay-{name}"))
 }
 
 fn json(path: &Path) -> Value {

@@ -2,6 +2,7 @@
 //! episode.json files read independently, unfinished episodes counted and not averaged, and
 //! bad input.
 
+mod support;
 mod view_support;
 
 use std::collections::BTreeMap;

@@ -1,8 +1,10 @@
 //! `vlm-eval bench local` and `bench parity` on the tiny Qwen2-VL fixture, and weights-only
 //! checkpoint folders (config.json, generation_config.json and model.safetensors only).
 
+mod support;
+use support::{stderr, vlm_eval};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 use vlm_eval::model::local::backend::cpu::Cpu;
@@ -10,25 +12,11 @@ use vlm_eval::model::local::engine::{Engine, Prompt};
 use vlm_eval::model::local::preprocess::preprocess_image;
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen2vl")
+    support::fixture("tiny-qwen2vl")
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("local-bench-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .output()
-        .expect("run vlm-eval")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    support::fresh_dir(&format!("local-bench-{name}"))
 }
 
 fn read_json(p: &Path) -> Value {
@@ -204,13 +192,7 @@ fn an_unreadable_amx_switch_exits_2_naming_it() {
         "--batch",
         "1",
     ];
-    let with = |v: &str| {
-        Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-            .args(args)
-            .env("VLM_EVAL_CPU_AMX", v)
-            .output()
-            .expect("run vlm-eval")
-    };
+    let with = |v: &str| support::run(&args, &[], &[("VLM_EVAL_CPU_AMX", v)]);
     let o = with("maybe");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);

@@ -3,10 +3,13 @@
 //! embeddings, prefill logits, a decode step with the cache, 16 greedy tokens; ragged batches
 //! (each sequence its own KV, conv and recurrent state); bad checkpoints exit 2 naming the fault.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use vlm_eval::model::local::backend::cpu_packed::CpuPacked;
+use support::{max_abs_diff, Reference};
+use vlm_eval::model::local::backend::cpu::packed::CpuPacked;
 use vlm_eval::model::local::config::{ModelConfig, PreprocessorConfig};
 use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
 use vlm_eval::model::local::preprocess::{
@@ -16,69 +19,25 @@ use vlm_eval::model::local::sampling::{argmax, SamplingParams};
 use vlm_eval::model::local::tokenizer::ChatTokenizer;
 use vlm_eval::model::local::weights::Weights;
 
+const FIXTURE: &str = "tiny-qwen35";
+
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35")
+    support::fixture(FIXTURE)
 }
 
 fn engine() -> Engine<CpuPacked> {
-    Engine::load(&fixture(), CpuPacked::default()).expect("load the tiny Qwen3.5 fixture")
+    support::packed_engine(FIXTURE)
 }
 
 /// Values in one flattened patch: 3 channels · 2 frames · 16 · 16.
 const PATCH_DIM: usize = 1536;
 
-struct Reference {
-    ids: Vec<u32>,
-    pixels: Vec<f32>,
-    grids: Vec<[usize; 3]>,
-    positions: Vec<i64>,
-    delta: i64,
-    embeds: Vec<f32>,
-    logits: Vec<f32>,
-    decode_logits: Vec<f32>,
-    greedy: Vec<u32>,
-}
-
 fn reference(file: &str) -> Reference {
-    let w = Weights::open_files(&[fixture().join(file)]).unwrap();
-    let ids: Vec<u32> = w
-        .i64_any("input_ids")
-        .unwrap()
-        .1
-        .iter()
-        .map(|&x| x as u32)
-        .collect();
-    let (_, g) = w.i64_any("image_grid_thw").unwrap();
-    let grids = g
-        .chunks(3)
-        .map(|c| [c[0] as usize, c[1] as usize, c[2] as usize])
-        .collect();
-    let greedy_all = w.i64_any("greedy_ids").unwrap().1;
-    Reference {
-        greedy: greedy_all[ids.len()..].iter().map(|&x| x as u32).collect(),
-        ids,
-        pixels: w.f32_any("pixel_values").unwrap().1,
-        grids,
-        positions: w.i64_any("position_ids").unwrap().1,
-        delta: w.i64_any("rope_deltas").unwrap().1[0],
-        embeds: w.f32_any("image_embeds").unwrap().1,
-        logits: w.f32_any("logits").unwrap().1,
-        decode_logits: w.f32_any("decode_logits").unwrap().1,
-    }
+    support::reference(FIXTURE, file)
 }
 
 fn ref_images(r: &Reference) -> Vec<ImageInput> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    for &g in &r.grids {
-        let n = g[0] * g[1] * g[2] * PATCH_DIM;
-        out.push(ImageInput {
-            pixels: r.pixels[at..at + n].to_vec(),
-            grid: g,
-        });
-        at += n;
-    }
-    out
+    support::ref_images(r, PATCH_DIM)
 }
 
 fn ref_prompt(r: &Reference) -> Prompt {
@@ -86,14 +45,6 @@ fn ref_prompt(r: &Reference) -> Prompt {
         ids: r.ids.clone(),
         images: ref_images(r),
     }
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len(), "lengths differ");
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
 }
 
 fn greedy(max_new: usize) -> GenParams {
@@ -142,7 +93,12 @@ fn check_fixture(file: &str, messages: Value, pngs: &[&str]) {
     // One decode step with the cache: prefill, then feed the first greedy token.
     let v = e.cfg.text.vocab_size;
     let step = e.decode_step_logits(&p, r.greedy[0]).unwrap();
-    let d = max_abs_diff(&step, &r.decode_logits);
+    let d = max_abs_diff(
+        &step,
+        r.decode_logits
+            .as_ref()
+            .expect("decode_logits in the reference"),
+    );
     println!("{file}: decode-step logits max |diff| = {d:e}");
     assert!(d <= 1e-4, "decode-step logits differ by {d}");
     assert_eq!(

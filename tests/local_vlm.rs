@@ -1,82 +1,35 @@
 //! The local Qwen2-VL against references computed by transformers (scripts/make_qwen2vl_fixtures.py):
 //! token ids, pixel patches, M-RoPE positions, image embeddings, prefill logits and greedy tokens.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use vlm_eval::model::local::backend::cpu_packed::CpuPacked;
+use support::{max_abs_diff, Reference};
+use vlm_eval::model::local::backend::cpu::packed::CpuPacked;
 use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
 use vlm_eval::model::local::preprocess::{mrope_positions, preprocess_image, ImageInput};
 use vlm_eval::model::local::sampling::SamplingParams;
 use vlm_eval::model::local::weights::Weights;
 
+const FIXTURE: &str = "tiny-qwen2vl";
+
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen2vl")
+    support::fixture(FIXTURE)
 }
 
 fn engine() -> Engine<CpuPacked> {
-    Engine::load(&fixture(), CpuPacked::default()).expect("load the tiny fixture")
-}
-
-struct Reference {
-    ids: Vec<u32>,
-    pixels: Vec<f32>,
-    grids: Vec<[usize; 3]>,
-    positions: Vec<i64>,
-    delta: i64,
-    embeds: Vec<f32>,
-    logits: Vec<f32>,
-    greedy: Vec<u32>,
+    support::packed_engine(FIXTURE)
 }
 
 fn reference(file: &str) -> Reference {
-    let w = Weights::open_files(&[fixture().join(file)]).unwrap();
-    let ids: Vec<u32> = w
-        .i64_any("input_ids")
-        .unwrap()
-        .1
-        .iter()
-        .map(|&x| x as u32)
-        .collect();
-    let (_, g) = w.i64_any("image_grid_thw").unwrap();
-    let grids = g
-        .chunks(3)
-        .map(|c| [c[0] as usize, c[1] as usize, c[2] as usize])
-        .collect();
-    let greedy_all = w.i64_any("greedy_ids").unwrap().1;
-    Reference {
-        greedy: greedy_all[ids.len()..].iter().map(|&x| x as u32).collect(),
-        ids,
-        pixels: w.f32_any("pixel_values").unwrap().1,
-        grids,
-        positions: w.i64_any("position_ids").unwrap().1,
-        delta: w.i64_any("rope_deltas").unwrap().1[0],
-        embeds: w.f32_any("image_embeds").unwrap().1,
-        logits: w.f32_any("logits").unwrap().1,
-    }
+    support::reference(FIXTURE, file)
 }
 
 /// The reference's images as model inputs (the processor's own patches).
 fn ref_images(r: &Reference) -> Vec<ImageInput> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    for &g in &r.grids {
-        let n = g[0] * g[1] * g[2] * 1176;
-        out.push(ImageInput {
-            pixels: r.pixels[at..at + n].to_vec(),
-            grid: g,
-        });
-        at += n;
-    }
-    out
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len(), "lengths differ");
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
+    support::ref_images(r, 1176)
 }
 
 fn png(name: &str) -> Vec<u8> {

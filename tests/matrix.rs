@@ -3,8 +3,10 @@
 //! writes, a rerun resumes every model, a slow and failing endpoint holds only its own model's
 //! slots, and bad model lists are one-line usage errors.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,12 +20,7 @@ use vlm_eval::model::baseline::ScriptedModel;
 use vlm_eval::model::mock::MockServer;
 
 fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("run vlm-eval")
+    support::vlm_eval(args)
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -5,27 +5,21 @@
 //! (unknown preset, no or a drifted BALROG checkout, a layout-breaking flag) exits 2 with one
 //! line naming the fix.
 
+mod support;
+use support::stderr;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 use vlm_eval::crafter::TextureSet;
 
 fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("BALROG_SRC")
-        .output()
-        .expect("run vlm-eval")
+    support::run(args, &["BALROG_SRC"], &[])
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("presets-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::fresh_dir(&format!("presets-{name}"))
 }
 
 fn json(path: &Path) -> Value {
@@ -47,10 +41,6 @@ fn reference() -> Option<PathBuf> {
 
 fn official() -> bool {
     TextureSet::discover(None).map(|(t, _)| t.kind()).ok() == Some("official")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -6,27 +6,16 @@
 //! preset with the lenient parser, and old baseline files (no protocol) warn and proceed.
 //! Also `check --metric format_exact_rate,format_repaired_rate` on mock runs.
 
+mod support;
+use support::text;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("BALROG_SRC")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("run vlm-eval")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    support::run(args, &["BALROG_SRC", "GITHUB_STEP_SUMMARY"], &[])
 }
 
 fn s(p: &Path) -> &str {

@@ -2,6 +2,9 @@
 //! Chromium (screenshot pixels and the DOM after load), the escaping of hostile model text,
 //! and missing, partial, corrupt or old run folders.
 
+mod support;
+use support::{chromium, text, vlm_eval};
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -18,27 +21,8 @@ const IMG: &str =
 const BAR_RGB: [u8; 3] = [0x2f, 0x6f, 0xdf];
 const LINE_RGB: [u8; 3] = [0xe8, 0x59, 0x0c];
 
-fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("run vlm-eval")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
 fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-html-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    support::fresh_dir(&format!("report-html-{name}"))
 }
 
 /// A real run folder: `vlm-eval --model mock` (deterministic, offline).
@@ -87,32 +71,6 @@ fn write_trajectory(run: &Path, seed: i64, lines: &[Value]) {
         body,
     )
     .unwrap();
-}
-
-/// Chromium from $CHROMIUM or PATH; None (with the reason printed) when absent, unless $CI is
-/// set, where its absence is a failure.
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CHROMIUM").map(PathBuf::from) {
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser", "google-chrome"] {
-            let p = dir.join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    let why =
-        "chromium not found ($CHROMIUM or PATH): install it (Debian: apt-get install chromium)";
-    if std::env::var_os("CI").is_some() {
-        panic!("{why}; CI requires the browser test");
-    }
-    eprintln!("SKIP: {why}");
-    None
 }
 
 /// Run headless Chromium on a local file; kills its process group after `limit`.

@@ -1,19 +1,14 @@
 //! End-to-end runs of the main command with built-in models: result files, determinism across
 //! concurrency levels, resume, and fast, clear failures for missing keys and bad input.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Instant;
 
 fn vlm_eval(args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
-    cmd.args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL");
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run vlm-eval")
+    support::run(args, &[], envs)
 }
 
 fn tmp(name: &str) -> PathBuf {

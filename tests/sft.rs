@@ -5,6 +5,9 @@
 //! set (`.ci/run` starts Stoplight Prism on OpenAI's spec) — every row's messages and tools sent
 //! as a chat-completions request body must be accepted by the spec.
 
+mod support;
+use support::stderr;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,24 +17,11 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("VLM_EVAL_LOG")
-        .output()
-        .expect("run vlm-eval")
+    support::run(args, &["VLM_EVAL_LOG"], &[])
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sft-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    support::fresh_dir(&format!("sft-{name}"))
 }
 
 /// Make a run folder `out/name` with a built-in model.

@@ -3,45 +3,37 @@
 //! configs, duplicate seeds, an existing --out, and missing, partial or corrupt inputs are
 //! refused or reported with the file named.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("VLM_EVAL_LOG")
-        .env_remove("SLURM_ARRAY_TASK_ID")
-        .env_remove("JOB_COMPLETION_INDEX")
-        .env_remove("VLM_EVAL_SHARD_COUNT")
-        .output()
-        .expect("run vlm-eval")
+    support::run(
+        args,
+        &[
+            "VLM_EVAL_LOG",
+            "SLURM_ARRAY_TASK_ID",
+            "JOB_COMPLETION_INDEX",
+            "VLM_EVAL_SHARD_COUNT",
+        ],
+        &[],
+    )
 }
 
-/// vlm-eval with extra environment variables (the scheduler's).
 fn vlm_eval_env(args: &[&str], vars: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
-    cmd.args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("VLM_EVAL_LOG");
-    for k in [
+    let remove = [
+        "VLM_EVAL_LOG",
         "SLURM_ARRAY_TASK_ID",
         "SLURM_ARRAY_TASK_COUNT",
         "SLURM_ARRAY_TASK_MIN",
         "SLURM_ARRAY_TASK_MAX",
         "JOB_COMPLETION_INDEX",
         "VLM_EVAL_SHARD_COUNT",
-    ] {
-        cmd.env_remove(k);
-    }
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run vlm-eval")
+    ];
+    support::run(args, &remove, vars)
 }
 
 /// The error output is one line (`error: …`).
@@ -52,10 +44,7 @@ fn one_line(o: &Output) -> String {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("shard-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::fresh_dir(&format!("shard-{name}"))
 }
 
 fn ok(o: &Output) {

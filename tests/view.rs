@@ -2,6 +2,7 @@
 //! (torn lines skipped, model text escaped), nothing served from outside the folder (`..`,
 //! encoded `%2e%2e`, absolute paths, symbolic links), nothing written, and bad input.
 
+mod support;
 mod view_support;
 
 use serde_json::Value;

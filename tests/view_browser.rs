@@ -10,6 +10,7 @@
 //! and rejections). Console errors are read too (`--enable-logging=stderr`): an "Uncaught"
 //! line fails the test. Set `VLM_EVAL_SCREENSHOTS=DIR` to also save a screenshot of each page.
 
+mod support;
 mod view_support;
 
 use std::io::{BufRead, BufReader, Read};
@@ -20,33 +21,8 @@ use std::time::{Duration, Instant};
 
 use axum::{routing::post, Json, Router};
 use serde_json::{json, Value};
+use support::chromium;
 use view_support::{model_run, tmp};
-
-/// Chromium from $CHROMIUM or PATH; None (with the reason printed) when absent, unless $CI is
-/// set, where its absence is a failure.
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CHROMIUM").map(PathBuf::from) {
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser", "google-chrome"] {
-            let p = dir.join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    let why =
-        "chromium not found ($CHROMIUM or PATH): install it (Debian: apt-get install chromium)";
-    if std::env::var_os("CI").is_some() {
-        panic!("{why}; CI requires the browser test");
-    }
-    eprintln!("SKIP: {why}");
-    None
-}
 
 /// Headless Chromium on a URL with `mode` (`--dump-dom` or `--screenshot=FILE`); returns
 /// (stdout, stderr). Its process group is killed after 120 s.

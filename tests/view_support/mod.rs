@@ -3,36 +3,16 @@
 
 #![allow(dead_code)]
 
+pub use crate::support::{text, vlm_eval};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// Run the binary to completion.
-pub fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("run vlm-eval")
-}
-
-/// stdout and stderr as text.
-pub fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// A fresh folder under the target's temporary folder.
+/// A fresh scratch folder for this test.
 pub fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("view-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::support::fresh_dir(&format!("view-{name}"))
 }
 
 /// A real run folder from `--model NAME` (mock, random: offline and deterministic).

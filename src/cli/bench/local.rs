@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::cli::error::{CliError, EXIT_USAGE};
-use crate::model::local::backend::cpu_packed::CpuPacked;
+use crate::model::local::backend::cpu::packed::CpuPacked;
 use crate::model::local::backend::Backend;
 use crate::model::local::bench::{bench_local, BenchOptions, LocalBenchReport};
 use crate::model::local::config::ModelConfig;

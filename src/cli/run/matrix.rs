@@ -6,133 +6,19 @@
 //! writes its CSV to `<out>/matrix_<settings>.csv`.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use indicatif::MultiProgress;
-use serde::Deserialize;
 
+use super::args::{split_models, ModelEntry, RunArgs};
 use super::record::run_record;
 use super::resolve::{resolve_run, settings_name};
 use super::start::{exit_code, plan_run, start_run};
-use super::RunArgs;
 use crate::cli::common::{print_comparison, runtime, sibling};
 use crate::cli::error::CliError;
 use crate::eval::runner::Display;
 use crate::report::compare::{parse_columns, GroupBy};
 use crate::results::run::open_run;
-
-/// One `[[models]]` entry of `--config`: a model and its own endpoint settings. A key left out
-/// comes from the flags or the file's top level, as for a single model.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct ModelEntry {
-    /// The model, as `--model` names it.
-    pub model: String,
-    /// Its OpenAI-compatible base URL.
-    pub base_url: Option<String>,
-    /// The environment variable holding its API key.
-    pub api_key_env: Option<String>,
-    /// A file holding its API key.
-    pub api_key_file: Option<PathBuf>,
-    /// USD per 1M input tokens.
-    pub price_in: Option<f64>,
-    /// USD per 1M output tokens.
-    pub price_out: Option<f64>,
-    /// Extra HTTP headers, `Name: value`.
-    #[serde(default)]
-    pub headers: Vec<String>,
-    /// Its run folder's name [default: derived from the model and the settings].
-    pub run_name: Option<String>,
-}
-
-/// Check `--config`'s `[[models]]` against the command line (`cli`, before the file is
-/// merged): an entry's key that a flag also sets must agree with it, and a `--model` flag may
-/// only pick models the file lists.
-pub(super) fn check_entries(cli: &RunArgs, file: &RunArgs, path: &Path) -> Result<(), CliError> {
-    if file.models.is_empty() {
-        return Ok(());
-    }
-    let at = format!("--config {}", path.display());
-    if file.model.is_some() {
-        return Err(CliError::usage(format!(
-            "{at} gives both `model` and [[models]]: keep one (each [[models]] entry names its model)"
-        )));
-    }
-    for e in &file.models {
-        let m = &e.model;
-        let clash = |flag: &str, given: String, entry: String| {
-            CliError::usage(format!(
-                "--{flag} {given} disagrees with {at}'s [[models]] entry {m:?} ({flag} = {entry}): drop the flag or the entry's key"
-            ))
-        };
-        let pairs: [(&str, Option<String>, Option<String>); 6] = [
-            ("base-url", cli.base_url.clone(), e.base_url.clone()),
-            (
-                "api-key-env",
-                cli.api_key_env.clone(),
-                e.api_key_env.clone(),
-            ),
-            (
-                "api-key-file",
-                cli.api_key_file.as_ref().map(|p| p.display().to_string()),
-                e.api_key_file.as_ref().map(|p| p.display().to_string()),
-            ),
-            (
-                "price-in",
-                cli.price_in.map(|p| p.to_string()),
-                e.price_in.map(|p| p.to_string()),
-            ),
-            (
-                "price-out",
-                cli.price_out.map(|p| p.to_string()),
-                e.price_out.map(|p| p.to_string()),
-            ),
-            ("run-name", cli.run_name.clone(), e.run_name.clone()),
-        ];
-        for (flag, given, entry) in pairs {
-            if let (Some(g), Some(v)) = (given, entry) {
-                if g != v {
-                    return Err(clash(flag, g, v));
-                }
-            }
-        }
-        if !cli.headers.is_empty() && !e.headers.is_empty() && cli.headers != e.headers {
-            return Err(clash(
-                "header",
-                format!("{:?}", cli.headers),
-                format!("{:?}", e.headers),
-            ));
-        }
-        if e.price_in.is_some() != e.price_out.is_some() {
-            return Err(CliError::usage(format!(
-                "{at}'s [[models]] entry {m:?} gives only one of price-in and price-out: give both, or neither"
-            )));
-        }
-    }
-    if let Some(flag) = &cli.model {
-        let listed: Vec<&str> = file.models.iter().map(|e| e.model.as_str()).collect();
-        for name in split_models(flag)? {
-            if !listed.contains(&name.as_str()) {
-                return Err(CliError::usage(format!(
-                    "--model {name} is not among {at}'s [[models]] ({}): name models the file lists, or drop --model to run them all",
-                    listed.join(", ")
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `a,b,c` → its names, each trimmed; an empty name is an error.
-fn split_models(list: &str) -> Result<Vec<String>, CliError> {
-    let names: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
-    if names.iter().any(String::is_empty) {
-        return Err(CliError::usage(format!(
-            "--model {list:?} has an empty name: list models as a,b,c"
-        )));
-    }
-    Ok(names)
-}
 
 /// The models of a matrix run, or `None` for an ordinary one-model run (a `--model` without a
 /// comma and no `[[models]]`). Duplicate names are an error.

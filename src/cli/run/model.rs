@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::RunArgs;
+use super::args::RunArgs;
 use crate::cli::error::CliError;
 use crate::model::openai::OpenAiConfig;
 

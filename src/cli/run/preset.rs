@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::RunArgs;
+use super::args::RunArgs;
 use crate::agent::balrog::{BalrogTexts, BALROG_REPO, PINNED_COMMIT};
 use crate::agent::conversation::Modality;
 use crate::agent::dialog::PlayOptions;

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::args::RunArgs;
 use super::model::{builtin_price, is_local};
 use super::preset::{self, Resolved};
-use super::RunArgs;
 use crate::agent::conversation::{ConversationConfig, Modality};
 use crate::agent::parse::Protocol;
 use crate::agent::preset::Layout;
@@ -39,7 +39,7 @@ pub(super) fn merge_config(mut a: RunArgs) -> Result<RunArgs, CliError> {
         return Ok(a);
     };
     let file = read_config(&path)?;
-    super::matrix::check_entries(&a, &file, &path)?;
+    super::args::check_entries(&a, &file, &path)?;
     a.models = file.models.clone();
     merge!(
         a,

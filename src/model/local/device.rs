@@ -4,7 +4,7 @@
 //! requested backend (CPU f32 reference, or CUDA when the binary has the `cuda` feature and the
 //! machine has the libraries) and calls it.
 
-use super::backend::cpu_packed::CpuPacked;
+use super::backend::cpu::packed::CpuPacked;
 use super::backend::Backend;
 use super::LocalError;
 

@@ -490,7 +490,7 @@ impl<B: Backend> Engine<B> {
 #[cfg(test)]
 mod tests {
     use super::PromptPhase;
-    use crate::model::local::backend::cpu_packed::CpuPacked;
+    use crate::model::local::backend::cpu::packed::CpuPacked;
     use crate::model::local::backend::Backend;
 
     #[test]

@@ -4,20 +4,10 @@
 //! Every buffer is a row-major matrix whose shape the caller tracks; ops take the dimensions.
 
 pub mod cpu;
-mod cpu_amx;
-pub mod cpu_attn;
-#[cfg(target_arch = "x86_64")]
-pub mod cpu_gemv;
-pub mod cpu_kernels;
-pub mod cpu_packed;
-pub mod cpu_panels;
-mod cpu_pool;
-mod cpu_tile;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-pub mod hybrid;
-pub mod simd;
 
+pub use cpu::hybrid;
 pub use hybrid::DeltaShape;
 
 use super::LocalError;

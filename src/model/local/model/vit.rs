@@ -4,7 +4,7 @@
 
 use crate::model::local::backend::{AttnShape, BResult, Backend};
 use crate::model::local::config::VisionConfig;
-use crate::model::local::model::{inv_freq, rope_tables};
+use crate::model::local::model::shared::{inv_freq, rope_tables};
 use crate::model::local::preprocess::{vision_positions, ImageInput};
 use crate::model::local::weights::Weights;
 use crate::model::local::LocalError;

@@ -1,5 +1,5 @@
 //! The Qwen3.5 ops on the device (kernels in `kernels.cu`, host reference in
-//! `backend/hybrid.rs`): partial rotary, sigmoid gating, tanh-GELU, per-row L2 norm, gated
+//! `backend/cpu/hybrid.rs`): partial rotary, sigmoid gating, tanh-GELU, per-row L2 norm, gated
 //! RMSNorm, the causal depthwise conv with state, the Gated DeltaNet gates and the delta-rule
 //! scan with a per-sequence `[Hv, Dk, Dv]` state, and weighted row gathers.
 

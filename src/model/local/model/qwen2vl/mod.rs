@@ -1,6 +1,7 @@
 //! Qwen2-VL: a Qwen2 decoder with M-RoPE and biased q/k/v, and a ViT with 2D rotary and a
 //! 2×2 patch merger.
 
+pub mod config;
 pub mod text;
 pub mod vision;
 

@@ -4,7 +4,7 @@
 
 use crate::model::local::backend::{AttnShape, BResult, Backend};
 use crate::model::local::config::TextConfig;
-use crate::model::local::model::{
+use crate::model::local::model::shared::{
     attend_cached, check_chunks, inv_freq, logits_rows, rope_tables, LayerState, SeqCache,
     SeqChunk, SwiGlu,
 };

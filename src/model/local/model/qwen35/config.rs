@@ -1,11 +1,11 @@
-//! Qwen3.5's config.json (`model_type` `qwen3_5`, transformers 5 nested layout): the shared
-//! [`ModelConfig`] fields plus [`Qwen35Extra`] (layer kinds, partial rotary, Gated DeltaNet and
+//! Qwen3.5's config.json (`model_type` `qwen3_5`, transformers 5 nested layout): the
+//! fields every family has plus [`Qwen35Extra`] (layer kinds, partial rotary, Gated DeltaNet and
 //! vision-tower sizes). Defaults are transformers 5.23.0's `Qwen3_5TextConfig` /
 //! `Qwen3_5VisionConfig` ones.
 
 use serde_json::Value;
 
-use crate::model::local::config::{Arch, Fields, ModelConfig, TextConfig, VisionConfig};
+use crate::model::local::config::layout::{Common, Fields, TextConfig, VisionConfig};
 use crate::model::local::LocalError;
 
 /// A decoder layer's token mixer.
@@ -48,7 +48,7 @@ impl Qwen35Extra {
 }
 
 /// Parse a `qwen3_5` config.json.
-pub(crate) fn parse(f: &Fields<'_>) -> Result<ModelConfig, LocalError> {
+pub(crate) fn parse(f: &Fields<'_>) -> Result<(Common, Qwen35Extra), LocalError> {
     let t = |k: &str| format!("text_config.{k}");
     let tu = |k: &str, d: usize| f.usize_or(&[t(k).as_str()], d);
     let v = |k: &str| format!("vision_config.{k}");
@@ -210,12 +210,12 @@ pub(crate) fn parse(f: &Fields<'_>) -> Result<ModelConfig, LocalError> {
     if extra.conv_kernel == 0 {
         return Err(f.err(&t("linear_conv_kernel_dim"), "must be positive"));
     }
-    Ok(ModelConfig {
-        arch: Arch::Qwen35(Box::new(extra)),
+    let common = Common {
         text,
         vision,
         image_token_id: f.usize_or(&["image_token_id"], 248_056)? as u32,
         vision_start_token_id: Some(f.usize_or(&["vision_start_token_id"], 248_053)? as u32),
         eos_token_ids: f.ids(&["eos_token_id", "text_config.eos_token_id"])?,
-    })
+    };
+    Ok((common, extra))
 }

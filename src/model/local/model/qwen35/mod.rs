@@ -36,15 +36,3 @@ impl<B: Backend> Qwen35<B> {
         })
     }
 }
-
-/// Load a zero-centred RMSNorm weight as `1 + w` (Qwen3.5's decoder norms compute
-/// `x·rsqrt(mean x² + eps)·(1 + w)` in f32; adding once at load gives the same f32 values).
-pub(crate) fn norm_plus_one<B: Backend>(
-    be: &B,
-    w: &Weights,
-    name: &str,
-    dim: usize,
-) -> Result<B::Buf, LocalError> {
-    let v = w.f32(name, &[dim])?;
-    be.weight(v.into_iter().map(|x| 1.0 + x).collect())
-}

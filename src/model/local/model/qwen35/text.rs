@@ -4,10 +4,9 @@
 //! sequence against its own KV cache, conv tail and recurrent state.
 
 use super::config::{LayerKind, Qwen35Extra};
-use super::norm_plus_one;
 use crate::model::local::backend::{AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::config::TextConfig;
-use crate::model::local::model::{
+use crate::model::local::model::shared::{
     attend_cached, check_chunks, inv_freq, logits_rows, rope_tables, LayerState, SeqCache,
     SeqChunk, SwiGlu,
 };
@@ -416,4 +415,16 @@ fn delta_shape(x: &Qwen35Extra) -> DeltaShape {
         dk: x.lin_k_dim,
         dv: x.lin_v_dim,
     }
+}
+
+/// Load a zero-centred RMSNorm weight as `1 + w` (Qwen3.5's decoder norms compute
+/// `x·rsqrt(mean x² + eps)·(1 + w)` in f32; adding once at load gives the same f32 values).
+pub(crate) fn norm_plus_one<B: Backend>(
+    be: &B,
+    w: &Weights,
+    name: &str,
+    dim: usize,
+) -> Result<B::Buf, LocalError> {
+    let v = w.f32(name, &[dim])?;
+    be.weight(v.into_iter().map(|x| 1.0 + x).collect())
 }

@@ -1,8 +1,8 @@
 //! The CPU backend (`--device cpu`, f32 or `--dtype bf16`): linear weights are packed once at
-//! load into column panels (`cpu_panels.rs`) that the product kernel reads as they lie, and in
+//! load into column panels (`panels.rs`) that the product kernel reads as they lie, and in
 //! bf16 they and the embedding table are stored as bfloat16 (half the memory and half the
 //! bytes read per decoded token). Everything else, activations included, stays f32 and runs
-//! the f32 reference backend's code (`cpu.rs`). Products multiply bf16 weights by f32
+//! the f32 reference backend's code (`mod.rs`). Products multiply bf16 weights by f32
 //! activations with f32 accumulation (the CUDA backend also rounds activations to bf16; this
 //! one does not).
 //!
@@ -12,13 +12,14 @@
 //! f32, with half the memory and half the bytes read per decoded token.
 //!
 //! Prompt rows (the engine marks them through [`Backend::set_prompt`]) over bf16-held weights
-//! run on AMX where the CPU has AMX-BF16 (`cpu_amx.rs`): exact products, f32 sums, not the
+//! run on AMX where the CPU has AMX-BF16 (`amx.rs`): exact products, f32 sums, not the
 //! FMA chains' bits.
 
-use super::cpu::Cpu;
-use super::cpu_kernels::{self, bf16_to_f32, Weights};
-use super::cpu_panels::{Panels, Phase};
-use super::{AttnShape, BResult, Backend, DeltaShape};
+use super::kernels;
+use super::layout::{bf16_to_f32, Weights};
+use super::panels::{Panels, Phase};
+use super::Cpu;
+use crate::model::local::backend::{AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::LocalError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -46,9 +47,7 @@ impl CpuPacked {
     /// Refuse settings in the environment that this backend cannot read (`VLM_EVAL_CPU_AMX`
     /// with a value other than 0 or 1 and their spellings), naming the variable and the fix.
     pub fn check_env() -> Result<(), LocalError> {
-        super::cpu_amx::allowed()
-            .map(drop)
-            .map_err(LocalError::Device)
+        super::amx::allowed().map(drop).map_err(LocalError::Device)
     }
 
     /// Decide how to hold a matrix being loaded: as bf16 always with `--dtype bf16`, and in
@@ -130,20 +129,20 @@ impl Backend for CpuPacked {
         ))
     }
     fn linear_weight(&self, data: Vec<f32>, n: usize, k: usize) -> BResult<CpuBuf> {
-        super::need("linear weight", data.len(), n * k)?;
+        crate::model::local::backend::need("linear weight", data.len(), n * k)?;
         let bf16 = self.hold_as_bf16(&data);
         Ok(CpuBuf::Panels(Panels::pack(&data, n, k, bf16)))
     }
     fn kernels(&self) -> String {
         #[cfg(target_arch = "x86_64")]
-        let fma = match super::cpu_gemv::isa() {
-            Some(super::cpu_gemv::Isa::Avx512) => "AVX-512F",
-            Some(super::cpu_gemv::Isa::Avx2Fma) => "AVX2 + FMA",
+        let fma = match super::gemv::isa() {
+            Some(super::gemv::Isa::Avx512) => "AVX-512F",
+            Some(super::gemv::Isa::Avx2Fma) => "AVX2 + FMA",
             None => "portable",
         };
         #[cfg(not(target_arch = "x86_64"))]
         let fma = "portable";
-        if super::cpu_amx::available() {
+        if super::amx::available() {
             format!("{fma} panels; prompts over bf16 weights on AMX-BF16")
         } else {
             format!("{fma} panels")
@@ -177,20 +176,20 @@ impl Backend for CpuPacked {
     ) -> BResult<CpuBuf> {
         let x = f(x, "linear input")?;
         let bias = bias.map(|b| f(b, "linear bias")).transpose()?;
-        super::need("linear input", x.len(), rows * k)?;
+        crate::model::local::backend::need("linear input", x.len(), rows * k)?;
         if let Some(b) = bias {
-            super::need("linear bias", b.len(), n)?;
+            crate::model::local::backend::need("linear bias", b.len(), n)?;
         }
         // The weight as stored: f32 row-major, row-major bf16 (a tied lm_head) or panels.
         let w = match w {
             CpuBuf::F32(w) => return ok(Cpu.linear(x, rows, k, w, n, bias)),
             CpuBuf::Bf16(wb) => {
-                super::need("linear weight", wb.len(), n * k)?;
+                crate::model::local::backend::need("linear weight", wb.len(), n * k)?;
                 Weights::Bf16(wb)
             }
             CpuBuf::Panels(p) => {
-                super::need("linear weight rows", p.n(), n)?;
-                super::need("linear weight columns", p.k(), k)?;
+                crate::model::local::backend::need("linear weight rows", p.n(), n)?;
+                crate::model::local::backend::need("linear weight columns", p.k(), k)?;
                 let y = p.matmul_in(x, rows, bias.map(|b| &b[..n]), PHASE.get());
                 return Ok(CpuBuf::F32(y));
             }
@@ -201,7 +200,7 @@ impl Backend for CpuPacked {
                 row.copy_from_slice(&b[..n]);
             }
         }
-        cpu_kernels::matmul_add(x, rows, k, w, n, &mut y);
+        kernels::matmul_add(x, rows, k, w, n, &mut y);
         Ok(CpuBuf::F32(y))
     }
     fn add_assign(&self, x: &mut CpuBuf, y: &CpuBuf) -> BResult<()> {
@@ -405,7 +404,7 @@ impl Backend for CpuPacked {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cpu_kernels::max_diff;
+    use super::super::kernels::max_diff;
     use super::*;
 
     #[test]

@@ -1,19 +1,19 @@
-//! Prefill attention as two matrix products per head, on the panel kernel (`cpu_panels.rs`):
+//! Prefill attention as two matrix products per head, on the panel kernel (`panels.rs`):
 //! scores `Q·Kᵀ`, a softmax per row (causal rows see their prefix), then `P·V`. Heads are split
-//! across threads. Decode's few query rows keep the row-at-a-time loop of `cpu_kernels.rs`,
+//! across threads. Decode's few query rows keep the row-at-a-time loop of `kernels.rs`,
 //! which reads the KV cache once per row instead of packing it.
 //!
 //! Per value the order is fixed (one FMA chain over the head width for a score, over the keys
 //! for an output, masked keys adding exact zeros), whatever the thread count.
 
-use super::cpu_kernels::threads_for;
-use super::cpu_panels::Panels;
-use super::AttnShape;
+use super::panels::Panels;
+use super::pool::threads_for;
+use crate::model::local::backend::AttnShape;
 
 /// Fewest query rows that take this path.
 pub const MIN_ROWS: usize = 16;
 
-/// Scaled dot-product attention (see [`super::Backend::attention`]); the caller checks lengths.
+/// Scaled dot-product attention (see [`crate::model::local::backend::Backend::attention`]); the caller checks lengths.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     q: &[f32],
@@ -44,7 +44,7 @@ pub fn attention(
     };
     let mut heads: Vec<Vec<f32>> = vec![Vec::new(); s.heads];
     let mut chunks: Vec<&mut [Vec<f32>]> = heads.chunks_mut(per).collect();
-    super::cpu_pool::run_each(&mut chunks, |t, chunk| {
+    super::pool::run_each(&mut chunks, |t, chunk| {
         for (i, o) in chunk.iter_mut().enumerate() {
             *o = job.head(t * per + i);
         }
@@ -145,7 +145,7 @@ super::simd::multiversion! {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cpu_kernels::max_diff;
+    use super::super::kernels::max_diff;
     use super::*;
 
     #[test]
@@ -168,7 +168,7 @@ mod tests {
             let mut a = vec![7f32; (q_row + n_q) * qd];
             let mut b = a.clone();
             attention(&q, q_row, n_q, &k, &v, n_kv, s, causal, &mut a);
-            super::super::cpu_kernels::attention(&q, q_row, n_q, &k, &v, n_kv, s, causal, &mut b);
+            super::super::kernels::attention(&q, q_row, n_q, &k, &v, n_kv, s, causal, &mut b);
             let d = max_diff(&a, &b);
             assert!(
                 d < 1e-5,

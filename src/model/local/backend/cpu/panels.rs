@@ -22,10 +22,11 @@
 //! f32 buffer that every row tile then reads.
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use super::cpu_amx;
-use super::cpu_kernels::{bf16_to_f32, threads_for};
-use super::cpu_pool::{self, Out};
-use super::cpu_tile::{kernel, tile, widen, Tile, WBlock};
+use super::amx;
+use super::layout::bf16_to_f32;
+use super::pool::{self, threads_for, Out};
+use super::start::Start;
+use super::tile::{kernel, tile, widen, Tile, WBlock};
 use std::mem::MaybeUninit;
 
 /// Bytes of one panel block (`KC · NR` f32 values), sized to stay in L1 beside the tile.
@@ -199,10 +200,10 @@ impl Panels {
         assert_eq!(kern.nr(), nr, "panels packed for another kernel");
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let (Phase::Prompt, PanelValues::Bf16(w)) = (phase, &self.values) {
-            if nr == 32 && cpu_amx::available() {
+            if nr == 32 && amx::available() {
                 // SAFETY: AMX is available; y per the caller's contract; the panels hold
                 // ⌈n/32⌉·32·k values, x rows·k and a bias n (asserted by the public callers).
-                unsafe { cpu_amx::product(x, rows, k, w, n, y, threads, start) };
+                unsafe { amx::product(x, rows, k, w, n, y, threads, start) };
                 return;
             }
         }
@@ -274,7 +275,7 @@ impl Panels {
                 p += g;
             }
         };
-        cpu_pool::run(threads, &|t| {
+        pool::run(threads, &|t| {
             let (p0, p1) = (t * per, ((t + 1) * per).min(panels));
             if p0 < p1 {
                 work(p0, p1);
@@ -283,8 +284,8 @@ impl Panels {
     }
 }
 
-/// Which rows a product computes: decode steps run the FMA chains (`cpu_tile.rs`); prompts
-/// over bf16 panels run AMX's products where the CPU has AMX-BF16 (`cpu_amx.rs`), else the
+/// Which rows a product computes: decode steps run the FMA chains (`tile.rs`); prompts
+/// over bf16 panels run AMX's products where the CPU has AMX-BF16 (`amx.rs`), else the
 /// FMA chains too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -292,40 +293,6 @@ pub enum Phase {
     Decode,
     /// Prompt rows (prefill and the vision tower).
     Prompt,
-}
-
-/// Where a product starts: y's own values, or a new buffer that starts from zeros or the bias
-/// in every row (the FMA chains fill it first, AMX's accumulators start from it).
-#[derive(Clone, Copy)]
-pub(super) enum Start<'a> {
-    /// y's values: the product is added to them.
-    Existing,
-    /// A new buffer: zeros, or the bias (at least n values).
-    Fresh(Option<&'a [f32]>),
-}
-
-impl Start<'_> {
-    /// Write the start values of columns `cols` of every row of a fresh y (nothing for
-    /// `Existing`).
-    ///
-    /// # Safety
-    /// `y` must be valid for writes to those columns of `rows` rows `n` apart; a bias holds
-    /// at least `cols.end` values.
-    unsafe fn fill(self, y: Out, rows: usize, n: usize, cols: std::ops::Range<usize>) {
-        let Start::Fresh(bias) = self else { return };
-        for r in 0..rows {
-            let dst = y.at(r * n + cols.start);
-            // SAFETY: per the caller.
-            unsafe {
-                match bias {
-                    Some(b) => {
-                        std::ptr::copy_nonoverlapping(b[cols.clone()].as_ptr(), dst, cols.len())
-                    }
-                    None => std::ptr::write_bytes(dst, 0, cols.len()),
-                }
-            }
-        }
-    }
 }
 
 /// x's rows in tiles of `mr` (the last one shorter), each tile `[k][r]`: a tile's activations
@@ -347,7 +314,7 @@ fn pack_x(x: &[f32], rows: usize, k: usize, mr: usize) -> Vec<f32> {
         }
     };
     if threads_for(rows * k * 64) > 1 {
-        cpu_pool::run_each(&mut tiles, pack);
+        pool::run_each(&mut tiles, pack);
     } else {
         tiles.iter_mut().enumerate().for_each(|(i, t)| pack(i, t));
     }
@@ -359,7 +326,7 @@ fn pack_x(x: &[f32], rows: usize, k: usize, mr: usize) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cpu_kernels::max_diff;
+    use super::super::kernels::max_diff;
     use super::*;
 
     /// `y + x · wᵀ` in f64.
@@ -456,10 +423,10 @@ mod tests {
 
     #[test]
     fn prompt_products_are_as_accurate_as_the_fma_chains_and_do_not_depend_on_the_batch() {
-        // Where the CPU has AMX, prompt rows over bf16 panels run AMX's products (cpu_amx.rs);
+        // Where the CPU has AMX, prompt rows over bf16 panels run AMX's products (amx.rs);
         // f32 panels, and CPUs without AMX, run the FMA chains. Shapes: partial row tiles and
         // panels, k over several weight blocks with a tail, a bias.
-        if !cfg!(target_arch = "x86_64") || !super::super::cpu_amx::available() {
+        if !cfg!(target_arch = "x86_64") || !super::super::amx::available() {
             println!("no AMX-BF16 here: prompt products run the FMA chains");
         }
         for &(rows, k, n) in &[(1, 7, 3), (17, 300, 45), (40, 1030, 70), (64, 64, 64)] {

@@ -15,8 +15,8 @@
 //! while the one before it runs. Each output's sum runs over the inputs in the same order
 //! whatever its row's tile, the number of rows or the thread count, so a prompt row's
 //! products do not depend on the other rows of its batch. They are not the bits of the FMA
-//! chains (`cpu_tile.rs`): the engine runs prompts here and decode steps there (see
-//! [`super::Backend::set_prompt`]), so each is deterministic on its own.
+//! chains (`tile.rs`): the engine runs prompts here and decode steps there (see
+//! [`crate::model::local::backend::Backend::set_prompt`]), so each is deterministic on its own.
 //! `VLM_EVAL_CPU_AMX=0` turns this path off.
 //!
 //! f32 weights stay on the FMA chains: splitting them into three parts as well (six
@@ -66,9 +66,9 @@ pub(super) fn available() -> bool {
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp {
-    use super::super::cpu_panels::Start;
-    use super::super::cpu_pool::{self, Out};
+    use super::super::pool::{self, Out};
     use super::super::simd::multiversion;
+    use super::super::start::Start;
     use std::arch::asm;
 
     /// Rows of one AMX tile; the kernel covers two (32 rows) per pass.
@@ -226,8 +226,8 @@ mod imp {
         let mut data = Aligned::zeroed(blocks * per);
         let mut chunks: Vec<&mut [u16]> = data.as_mut_slice().chunks_mut(per).collect();
         let split = |rb: usize, out: &mut &mut [u16]| split_block(x, rows, k, rb, out);
-        if super::super::cpu_kernels::threads_for(rows * k * 64) > 1 {
-            cpu_pool::run_each(&mut chunks, split);
+        if super::super::pool::threads_for(rows * k * 64) > 1 {
+            pool::run_each(&mut chunks, split);
         } else {
             chunks.iter_mut().enumerate().for_each(|(i, c)| split(i, c));
         }
@@ -339,7 +339,7 @@ mod imp {
         let panels = n.div_ceil(32);
         let threads = threads.min(panels).max(1);
         let per = panels.div_ceil(threads);
-        cpu_pool::run(threads, &|t| {
+        pool::run(threads, &|t| {
             let (p0, p1) = (t * per, ((t + 1) * per).min(panels));
             if p0 >= p1 {
                 return;

@@ -41,11 +41,11 @@ macro_rules! multiversion {
                 #[target_feature(enable = "avx2")]
                 #[allow(clippy::too_many_arguments)]
                 unsafe fn wide256($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
-                if $crate::model::local::backend::simd::avx512() {
+                if $crate::model::local::backend::cpu::simd::avx512() {
                     // SAFETY: the CPU has AVX-512F.
                     return unsafe { wide512($($arg),*) };
                 }
-                if $crate::model::local::backend::simd::avx2() {
+                if $crate::model::local::backend::cpu::simd::avx2() {
                     // SAFETY: the CPU has AVX2.
                     return unsafe { wide256($($arg),*) };
                 }

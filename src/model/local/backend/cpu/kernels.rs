@@ -1,10 +1,13 @@
 //! The CPU backend's heavy kernels: matrix products (the `gemm` crate for prefill, our own
-//! threaded matrix-vector product for a few rows, with AVX-512 or AVX2 + FMA in `cpu_gemv` where
+//! threaded matrix-vector product for a few rows, with AVX-512 or AVX2 + FMA in `gemv.rs` where
 //! the CPU has them), weights stored as f32 or bf16, and attention split across threads by query rows.
 //! Each output value is computed by one thread in a fixed order, so results do not depend on
 //! the thread count.
 
-use super::AttnShape;
+pub use super::layout::Weights;
+use super::layout::{bf16_to_f32, pack_rows, w_at};
+use super::pool::threads_for;
+use crate::model::local::backend::AttnShape;
 
 /// Most rows that take [`gemv`] (decode) rather than `gemm` (which packs the weights on every
 /// call: at a few rows that doubles the memory traffic of a step that is bound by it).
@@ -17,37 +20,6 @@ const BF16_BLOCK_VALUES: usize = 1 << 22;
 thread_local! {
     /// The f32 copy of a bf16 weight block (see [`BF16_BLOCK_VALUES`]).
     static BF16_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Weights of a linear layer as stored by the CPU backend.
-#[derive(Clone, Copy)]
-pub enum Weights<'a> {
-    /// f32 values.
-    F32(&'a [f32]),
-    /// bfloat16 bit patterns.
-    Bf16(&'a [u16]),
-}
-
-/// Threads to use for `work` multiply-adds (one for small jobs, where handing work to the
-/// pool's workers costs more). The parts run on `cpu_pool`'s workers, not rayon's pool:
-/// rayon's idle workers spin beside the caller, and on two cores that halved batch-8 decode.
-pub fn threads_for(work: usize) -> usize {
-    if work < 1 << 18 {
-        return 1;
-    }
-    cpu_threads()
-}
-
-/// This process's CPU threads (asked once: the answer reads cgroup files, ~10 µs a call).
-pub fn cpu_threads() -> usize {
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
-}
-
-/// bf16 bits to f32 (exact).
-#[inline]
-pub fn bf16_to_f32(b: u16) -> f32 {
-    f32::from_bits((b as u32) << 16)
 }
 
 /// `x · y` with eight independent partial sums, so the compiler can vectorise it.
@@ -110,7 +82,7 @@ fn bf16_blocks(
         let (dst, src) = (&mut block[..cols * k], &w[j0 * k..(j0 + cols) * k]);
         let per = (cols * k).div_ceil(threads_for(cols * k * 16));
         let mut parts: Vec<_> = dst.chunks_mut(per).zip(src.chunks(per)).collect();
-        super::cpu_pool::run_each(&mut parts, |_, (o, i)| {
+        super::pool::run_each(&mut parts, |_, (o, i)| {
             o.iter_mut().zip(*i).for_each(|(o, &b)| *o = bf16_to_f32(b));
         });
         gemm_f32(x, rows, k, &block[..cols * k], cols, n, &mut y[j0..]);
@@ -160,7 +132,7 @@ fn gemv(x: &[f32], rows: usize, k: usize, w: Weights<'_>, n: usize, y: &mut [f32
     let mut parts: Vec<Vec<f32>> = vec![Vec::new(); threads];
     {
         let y = &*y;
-        super::cpu_pool::run_each(&mut parts, |t, part| {
+        super::pool::run_each(&mut parts, |t, part| {
             let (j0, j1) = (t * cols, ((t + 1) * cols).min(n));
             part.resize(rows * (j1.saturating_sub(j0)), 0.0);
             gemv_cols(x, rows, k, w, j0..j1, |j, r, d| {
@@ -177,7 +149,7 @@ fn gemv(x: &[f32], rows: usize, k: usize, w: Weights<'_>, n: usize, y: &mut [f32
     }
 }
 
-/// `emit(j, r, x[r]·w[j])` for the columns `js` and every row: `cpu_gemv`'s FMA kernels where
+/// `emit(j, r, x[r]·w[j])` for the columns `js` and every row: `gemv.rs`'s FMA kernels where
 /// the CPU has AVX-512F or AVX2 + FMA, else portable code in a fixed order.
 fn gemv_cols(
     x: &[f32],
@@ -193,9 +165,9 @@ fn gemv_cols(
         Weights::Bf16(w) => assert!(w.len() >= js.end * k),
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(isa) = super::cpu_gemv::isa() {
+    if let Some(isa) = super::gemv::isa() {
         // SAFETY: the CPU has isa's extension; x and w are bounded by the assertions above.
-        unsafe { super::cpu_gemv::gemv_cols(isa, x, rows, k, w, js, emit) };
+        unsafe { super::gemv::gemv_cols(isa, x, rows, k, w, js, emit) };
         return;
     }
     gemv_cols_portable(x, rows, k, w, js, emit);
@@ -238,31 +210,6 @@ fn gemv_cols_portable(
     }
 }
 
-/// The whole `L`-value chunks of the first `R` rows of `x[_, k]`, interleaved (`[k/L][R][L]`):
-/// the loads that one weight chunk meets are contiguous (rows k·4 bytes apart would share
-/// cache sets).
-pub(super) fn pack_rows<const R: usize, const L: usize>(
-    x: &[f32],
-    k: usize,
-    packed: &mut Vec<f32>,
-) {
-    packed.clear();
-    for c in 0..k / L {
-        for r in 0..R {
-            packed.extend_from_slice(&x[r * k + c * L..r * k + c * L + L]);
-        }
-    }
-}
-
-/// Weight `i` of row `j`.
-#[inline(always)]
-pub(super) fn w_at(w: Weights<'_>, k: usize, j: usize, i: usize) -> f32 {
-    match w {
-        Weights::F32(w) => w[j * k + i],
-        Weights::Bf16(w) => bf16_to_f32(w[j * k + i]),
-    }
-}
-
 /// `x[r] · w[j]` for the first `R` rows of `x[_, k]` (`packed`: their whole chunks of 8,
 /// interleaved): eight lane sums per row (as [`dot`]), the lanes added in order, then the tail.
 fn dots<const R: usize>(packed: &[f32], x: &[f32], k: usize, w: Weights<'_>, j: usize) -> [f32; R] {
@@ -284,7 +231,7 @@ fn dots<const R: usize>(packed: &[f32], x: &[f32], k: usize, w: Weights<'_>, j: 
     })
 }
 
-/// Scaled dot-product attention (see [`super::Backend::attention`]); query rows are split
+/// Scaled dot-product attention (see [`crate::model::local::backend::Backend::attention`]); query rows are split
 /// across threads.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
@@ -306,7 +253,7 @@ pub fn attention(
     let per = n_q.div_ceil(threads);
     let rows = &mut out[q_row * qd..(q_row + n_q) * qd];
     let mut chunks: Vec<&mut [f32]> = rows.chunks_mut(per * qd).collect();
-    super::cpu_pool::run_each(&mut chunks, |t, chunk| {
+    super::pool::run_each(&mut chunks, |t, chunk| {
         let mut scores = vec![0f32; n_kv];
         for (ii, o) in chunk.chunks_exact_mut(qd).enumerate() {
             let i = t * per + ii;
@@ -398,7 +345,7 @@ mod tests {
         let mut y = vec![1f32; 3];
         matmul_add(&[], 3, 0, Weights::F32(&[]), 1, &mut y);
         assert_eq!(y, vec![1f32; 3]);
-        let s = super::super::DeltaShape {
+        let s = crate::model::local::backend::DeltaShape {
             k_heads: 1,
             v_heads: 2,
             dk: 4,
@@ -450,7 +397,7 @@ mod tests {
             check("portable", y);
             #[cfg(target_arch = "x86_64")]
             {
-                use super::super::cpu_gemv::{gemv_cols, Isa};
+                use super::super::gemv::{gemv_cols, Isa};
                 let has_fma = std::arch::is_x86_feature_detected!("fma");
                 for (isa, has) in [
                     (Isa::Avx512, super::super::simd::avx512()),

@@ -1,9 +1,23 @@
 //! The f32 CPU reference backend: plain loops, with the matrix products and attention in
-//! `cpu_kernels.rs`. It is the oracle other backends are checked against, so it favours
+//! `kernels.rs`. It is the oracle other backends are checked against, so it favours
 //! clarity.
 
-use super::cpu_kernels::{self, Weights};
-use super::{hybrid, need, AttnShape, BResult, Backend, DeltaShape};
+mod amx;
+pub mod attn;
+#[cfg(target_arch = "x86_64")]
+pub mod gemv;
+pub mod hybrid;
+pub mod kernels;
+mod layout;
+pub mod packed;
+pub mod panels;
+mod pool;
+pub mod simd;
+mod start;
+mod tile;
+
+use self::layout::Weights;
+use super::{need, AttnShape, BResult, Backend, DeltaShape};
 use crate::model::local::LocalError;
 
 /// CPU f32 backend.
@@ -82,7 +96,7 @@ impl Backend for Cpu {
                 row.copy_from_slice(&b[..n]);
             }
         }
-        cpu_kernels::matmul_add(x, rows, k, Weights::F32(w), n, &mut y);
+        kernels::matmul_add(x, rows, k, Weights::F32(w), n, &mut y);
         Ok(y)
     }
 
@@ -102,7 +116,7 @@ impl Backend for Cpu {
     ) -> BResult<Vec<f32>> {
         check("rms_norm", x.len(), rows * dim)?;
         let mut y = vec![0f32; rows * dim];
-        super::cpu_pool::par_chunks(&mut y, dim, |r0, yc| {
+        pool::par_chunks(&mut y, dim, |r0, yc| {
             for (xr, yr) in x[r0 * dim..]
                 .chunks_exact(dim)
                 .zip(yc.chunks_exact_mut(dim))
@@ -128,7 +142,7 @@ impl Backend for Cpu {
     ) -> BResult<Vec<f32>> {
         check("layer_norm", x.len(), rows * dim)?;
         let mut y = vec![0f32; rows * dim];
-        super::cpu_pool::par_chunks(&mut y, dim, |r0, yc| {
+        pool::par_chunks(&mut y, dim, |r0, yc| {
             for (xr, yr) in x[r0 * dim..]
                 .chunks_exact(dim)
                 .zip(yc.chunks_exact_mut(dim))
@@ -182,7 +196,7 @@ impl Backend for Cpu {
     }
 
     fn gelu_erf(&self, x: &mut Vec<f32>) -> BResult<()> {
-        super::cpu_pool::par_chunks(x, 1, |_, c| {
+        pool::par_chunks(x, 1, |_, c| {
             c.iter_mut().for_each(|v| {
                 let f = *v as f64;
                 *v = (0.5 * f * (1.0 + erf(f / std::f64::consts::SQRT_2))) as f32;
@@ -256,10 +270,10 @@ impl Backend for Cpu {
                 "causal attention with more queries than keys".into(),
             ));
         }
-        if n_q >= super::cpu_attn::MIN_ROWS {
-            super::cpu_attn::attention(q, q_row, n_q, k, v, n_kv, s, causal, out);
+        if n_q >= attn::MIN_ROWS {
+            attn::attention(q, q_row, n_q, k, v, n_kv, s, causal, out);
         } else {
-            cpu_kernels::attention(q, q_row, n_q, k, v, n_kv, s, causal, out);
+            kernels::attention(q, q_row, n_q, k, v, n_kv, s, causal, out);
         }
         Ok(())
     }
@@ -380,26 +394,26 @@ mod tests {
 /// `silu(gate) · up` for rows `[gate | up]` of width `2m` (rows in parallel).
 fn silu_mul_rows(gu: &[f32], rows: usize, m: usize) -> Vec<f32> {
     let mut out = vec![0f32; rows * m];
-    super::cpu_pool::par_chunks(&mut out, m, |r0, o| silu_mul_part(&gu[r0 * 2 * m..], m, o));
+    pool::par_chunks(&mut out, m, |r0, o| silu_mul_part(&gu[r0 * 2 * m..], m, o));
     out
 }
 
-super::simd::multiversion! {
+simd::multiversion! {
 /// [`silu_mul_rows`] for the rows of `out`, from `gu`'s first rows.
 fn silu_mul_part(gu: &[f32], m: usize, out: &mut [f32]) {
     for (row, o) in gu.chunks_exact(2 * m).zip(out.chunks_exact_mut(m)) {
         let (gate, up) = row.split_at(m);
         o.iter_mut()
             .zip(gate.iter().zip(up))
-            .for_each(|(o, (g, u))| *o = super::simd::silu(*g) * u);
+            .for_each(|(o, (g, u))| *o = simd::silu(*g) * u);
     }
 }
 }
 
-super::simd::multiversion! {
+simd::multiversion! {
 /// `x · σ(1.702x)` in place.
 fn quick_gelu(x: &mut [f32]) {
     x.iter_mut()
-        .for_each(|v| *v *= super::simd::sigmoid(1.702 * *v));
+        .for_each(|v| *v *= simd::sigmoid(1.702 * *v));
 }
 }

@@ -9,7 +9,7 @@
 //! over the chunks in order, a fixed reduction of the lanes, then the tail), so a sequence's
 //! logits do not depend on the batch it is decoded in, nor on the thread count.
 
-use super::cpu_kernels::{pack_rows, w_at, Weights};
+use super::layout::{pack_rows, w_at, Weights};
 use std::arch::x86_64::*;
 
 /// The vector extension a kernel of this module uses.

@@ -1,24 +1,24 @@
-//! The register tiles of the panel product (`cpu_panels.rs`): which kernel family this CPU
+//! The register tiles of the panel product (`panels.rs`): which kernel family this CPU
 //! runs, and what one tile computes: `r` activation rows × one or two panels over a block of
 //! inputs, `y += x · w` as one FMA chain per output in input order. The kernel body is written
 //! once ([`tile_kernel!`]) and compiled for AVX-512F (16 lanes, up to 12 rows × 2 vectors, or
 //! 6 rows × two panels) and AVX2 + FMA (8 lanes, 6 rows, or 2 rows × two panels); other CPUs
 //! run a portable loop in the same order, with a multiply and an add.
 
-use super::cpu_kernels::bf16_to_f32;
+use super::layout::bf16_to_f32;
 
 /// The kernel family this CPU runs (x86-64 with AVX-512F or AVX2 + FMA), else portable code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kernel {
     #[cfg(target_arch = "x86_64")]
-    Simd(super::cpu_gemv::Isa),
+    Simd(super::gemv::Isa),
     Portable,
 }
 
-/// This CPU's kernel family (checked once, by `cpu_gemv::isa`).
+/// This CPU's kernel family (checked once, by `gemv::isa`).
 pub(super) fn kernel() -> Kernel {
     #[cfg(target_arch = "x86_64")]
-    if let Some(isa) = super::cpu_gemv::isa() {
+    if let Some(isa) = super::gemv::isa() {
         return Kernel::Simd(isa);
     }
     Kernel::Portable
@@ -29,7 +29,7 @@ impl Kernel {
     pub(super) fn nr(self) -> usize {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Simd(super::cpu_gemv::Isa::Avx512) => 32,
+            Kernel::Simd(super::gemv::Isa::Avx512) => 32,
             _ => 16,
         }
     }
@@ -37,9 +37,9 @@ impl Kernel {
     pub(super) fn mr(self) -> usize {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Simd(super::cpu_gemv::Isa::Avx512) => 12,
+            Kernel::Simd(super::gemv::Isa::Avx512) => 12,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Simd(super::cpu_gemv::Isa::Avx2Fma) => 6,
+            Kernel::Simd(super::gemv::Isa::Avx2Fma) => 6,
             Kernel::Portable => 4,
         }
     }
@@ -47,9 +47,9 @@ impl Kernel {
     pub(super) fn mr_wide(self) -> usize {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Simd(super::cpu_gemv::Isa::Avx512) => 6,
+            Kernel::Simd(super::gemv::Isa::Avx512) => 6,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Simd(super::cpu_gemv::Isa::Avx2Fma) => 2,
+            Kernel::Simd(super::gemv::Isa::Avx2Fma) => 2,
             Kernel::Portable => 0,
         }
     }
@@ -60,10 +60,10 @@ pub(super) fn widen(kern: Kernel, src: &[u16], dst: &mut [f32]) {
     match kern {
         // SAFETY: kern is this CPU's kernel family, so the CPU has the extension.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Simd(super::cpu_gemv::Isa::Avx512) => unsafe { z16::widen(src, dst) },
+        Kernel::Simd(super::gemv::Isa::Avx512) => unsafe { z16::widen(src, dst) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Simd(super::cpu_gemv::Isa::Avx2Fma) => unsafe { y8::widen(src, dst) },
+        Kernel::Simd(super::gemv::Isa::Avx2Fma) => unsafe { y8::widen(src, dst) },
         Kernel::Portable => widen_body(src, dst),
     }
 }
@@ -166,9 +166,9 @@ unsafe fn run_tile(kern: Kernel, xt: &[f32], wb: WBlock<'_>, yp: *mut f32, yps: 
     unsafe {
         match kern {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Simd(super::cpu_gemv::Isa::Avx512) => z16::tile(xt, wb, yp, yps, t),
+            Kernel::Simd(super::gemv::Isa::Avx512) => z16::tile(xt, wb, yp, yps, t),
             #[cfg(target_arch = "x86_64")]
-            Kernel::Simd(super::cpu_gemv::Isa::Avx2Fma) => y8::tile(xt, wb, yp, yps, t),
+            Kernel::Simd(super::gemv::Isa::Avx2Fma) => y8::tile(xt, wb, yp, yps, t),
             Kernel::Portable => {
                 for q in 0..g {
                     portable_tile(xt, r, wb, q * ws, kb, nr, yp.add(q * nr), yps)
@@ -363,7 +363,7 @@ tile_kernel! {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cpu_kernels::max_diff;
+    use super::super::kernels::max_diff;
     use super::*;
 
     #[test]

@@ -56,7 +56,7 @@ pub fn rope_partial(
 
 /// `x ·= σ(g)` elementwise (in parallel).
 pub fn mul_sigmoid(x: &mut [f32], g: &[f32]) {
-    super::cpu_pool::par_chunks(x, 1, |i0, c| mul_sigmoid_part(c, &g[i0..]));
+    super::pool::par_chunks(x, 1, |i0, c| mul_sigmoid_part(c, &g[i0..]));
 }
 
 super::simd::multiversion! {
@@ -70,7 +70,7 @@ fn mul_sigmoid_part(x: &mut [f32], g: &[f32]) {
 /// `u = √(2/π)(x + 0.044715x³)`: the same function as `½x(1 + tanh u)` without its
 /// cancellation near `tanh u = −1`.
 pub fn gelu_tanh(x: &mut [f32]) {
-    super::cpu_pool::par_chunks(x, 1, |_, c| gelu_tanh_part(c));
+    super::pool::par_chunks(x, 1, |_, c| gelu_tanh_part(c));
 }
 
 super::simd::multiversion! {
@@ -87,7 +87,7 @@ fn gelu_tanh_part(x: &mut [f32]) {
 /// Rows of width `dim` scaled by `rsqrt(Σ x² + eps)` (FLA's l2norm).
 pub fn l2_norm(x: &[f32], rows: usize, dim: usize, eps: f32) -> Vec<f32> {
     let mut y = vec![0f32; rows * dim];
-    super::cpu_pool::par_chunks(&mut y, dim, |r0, yc| {
+    super::pool::par_chunks(&mut y, dim, |r0, yc| {
         for (xr, yr) in x[r0 * dim..]
             .chunks_exact(dim)
             .zip(yc.chunks_exact_mut(dim))
@@ -109,7 +109,7 @@ pub fn rms_norm_gated(
     eps: f32,
 ) -> Vec<f32> {
     let mut y = vec![0f32; rows * dim];
-    super::cpu_pool::par_chunks(&mut y, dim, |r0, yc| {
+    super::pool::par_chunks(&mut y, dim, |r0, yc| {
         for (ri, yr) in yc.chunks_exact_mut(dim).enumerate() {
             let r = r0 + ri;
             let (xr, zr) = (&x[r * dim..(r + 1) * dim], &z[r * dim..(r + 1) * dim]);
@@ -167,7 +167,7 @@ fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 /// channels), the taps in order as in a per-channel loop.
 fn conv1d_taps(x: &[f32], n: usize, ch: usize, wt: &[f32], k: usize, state: &[f32]) -> Vec<f32> {
     let mut y = vec![0f32; n * ch];
-    super::cpu_pool::par_chunks(&mut y, ch, |t0, yc| {
+    super::pool::par_chunks(&mut y, ch, |t0, yc| {
         conv1d_taps_part(x, ch, wt, k, state, t0, yc)
     });
     y
@@ -234,16 +234,14 @@ pub fn delta_rule(
         return vec![0f32; n * hv * dv];
     }
     // Value heads are independent: split them across threads, each head's tokens in order.
-    let threads = super::cpu_kernels::threads_for(n * hv * dk * dv)
-        .min(hv)
-        .max(1);
+    let threads = super::pool::threads_for(n * hv * dk * dv).min(hv).max(1);
     let per = hv.div_ceil(threads);
     let mut parts: Vec<Vec<f32>> = vec![Vec::new(); hv.div_ceil(per)];
     let mut jobs: Vec<_> = state[..hv * dk * dv]
         .chunks_mut(per * dk * dv)
         .zip(parts.iter_mut())
         .collect();
-    super::cpu_pool::run_each(&mut jobs, |c, (st, part)| {
+    super::pool::run_each(&mut jobs, |c, (st, part)| {
         for (i, sh) in st.chunks_exact_mut(dk * dv).enumerate() {
             delta_rule_head(q, k, v, beta, g, n, s, c * per + i, sh, part);
         }

@@ -162,6 +162,20 @@ impl Env {
 
     /// Start the next episode (world seed from `(seed, episode)`); returns the first frame.
     pub fn reset(&mut self) -> &[u8] {
+        self.start_episode();
+        self.observe();
+        &self.frame
+    }
+
+    /// [`Env::reset`], rendering the first frame into `out` (height × width × 3 of the env's
+    /// size) instead of the env's own buffer, which then goes stale: a vector of envs renders
+    /// each straight into its slot of one shared array.
+    pub fn reset_into(&mut self, out: &mut [u8]) {
+        self.start_episode();
+        self.observe_into(out);
+    }
+
+    fn start_episode(&mut self) {
         self.episode += 1;
         self.step = 0;
         self.world_seed = world_seed(self.cfg.seed, self.episode);
@@ -173,8 +187,6 @@ impl Env {
         self.world = world;
         self.last_health = 9;
         self.unlocked = [false; N_ACHIEVEMENTS];
-        self.observe();
-        &self.frame
     }
 
     fn observe(&mut self) {
@@ -185,8 +197,33 @@ impl Env {
         }
     }
 
+    fn observe_into(&mut self, out: &mut [u8]) {
+        if self.cfg.render {
+            self.renderer.render(&mut self.world, out);
+        } else {
+            self.renderer.skip(&mut self.world);
+        }
+    }
+
     /// Apply one action (stepping after `done` continues the game, as crafter does).
     pub fn step(&mut self, action: Action) -> StepOutcome {
+        let outcome = self.advance(action);
+        self.observe();
+        outcome
+    }
+
+    /// [`Env::step`], rendering the frame into `out` (height × width × 3 of the env's size)
+    /// instead of the env's own buffer, which then goes stale. The same states, RNG draws and
+    /// pixels as `step`: rendering draws its night noise after the step's updates either way.
+    pub fn step_into(&mut self, action: Action, out: &mut [u8]) -> StepOutcome {
+        let outcome = self.advance(action);
+        self.observe_into(out);
+        outcome
+    }
+
+    /// One step's updates and its outcome, before the frame is rendered (rendering only draws
+    /// night noise from the RNG, which nothing after it in a step reads).
+    fn advance(&mut self, action: Action) -> StepOutcome {
         self.step += 1;
         self.world.daylight = daylight(self.step);
         self.world.player.action = action;
@@ -203,7 +240,6 @@ impl Env {
         if self.step.is_multiple_of(10) {
             self.balance();
         }
-        self.observe();
         let health = self.world.health(PLAYER);
         let mut reward = (health - self.last_health) as f64 / 10.0;
         self.last_health = health;
@@ -418,6 +454,40 @@ mod tests {
             (night[0], *night.last().unwrap(), night.len()),
             (148, 272, 125)
         );
+    }
+
+    #[test]
+    fn rendering_into_a_caller_buffer_gives_the_same_episode() {
+        // Two envs on one seed, one rendering into its own buffer and one into ours, through
+        // a night (noise drawn from the RNG) and a reset: the same frames and outcomes.
+        let cfg = EnvConfig {
+            seed: 5,
+            length: Some(400),
+            ..EnvConfig::default()
+        };
+        let textures = TextureSet::builtin();
+        let mut a = Env::new(cfg.clone(), &textures).unwrap();
+        let mut b = Env::new(cfg, &textures).unwrap();
+        let mut out = vec![7u8; 64 * 64 * 3];
+        b.reset_into(&mut out);
+        assert_eq!(a.reset(), &out[..]);
+        let mut actions = crate::rng::RandomState::new(3);
+        for i in 0..900 {
+            a.set_player_health(9);
+            b.set_player_health(9);
+            let action = Action::from_id(actions.randint(0, 17)).unwrap();
+            let (oa, ob) = (a.step(action), b.step_into(action, &mut out));
+            assert_eq!(a.frame(), &out[..], "step {i}");
+            assert_eq!(
+                (oa.reward, oa.done, oa.dead),
+                (ob.reward, ob.done, ob.dead),
+                "step {i}"
+            );
+            if oa.done {
+                b.reset_into(&mut out);
+                assert_eq!(a.reset(), &out[..], "reset after step {i}");
+            }
+        }
     }
 
     #[test]

@@ -27,18 +27,18 @@ struct Slot {
 }
 
 impl Slot {
-    /// Reset or step this sub-env, writing its frame into `out`.
+    /// Reset or step this sub-env, rendering its frame straight into `out` (its slot of the
+    /// shared array: no per-step copy).
     fn advance(&mut self, action: Action, reward_on: bool, out: &mut [u8]) {
         if self.pending_reset {
-            out.copy_from_slice(self.engine.reset());
+            self.engine.reset_into(out);
             self.pending_reset = false;
             self.reward = 0.0;
             self.terminated = false;
             self.truncated = false;
             return;
         }
-        let step = self.engine.step(action);
-        out.copy_from_slice(self.engine.frame());
+        let step = self.engine.step_into(action, out);
         self.reward = if reward_on { step.reward as f32 } else { 0.0 };
         self.terminated = step.dead;
         self.truncated = step.done && !step.dead;

@@ -4,6 +4,7 @@
 //! leaderboard's groups named by what sets them apart, and `run --view` printing the run's page.
 
 mod report_support;
+mod support;
 mod view_support;
 
 use std::io::{BufRead, BufReader};

@@ -4,9 +4,7 @@
 
 use std::fmt::Write as _;
 
-use clap::{Arg, ArgAction, Command, CommandFactory};
-
-use super::Cli;
+use clap::{Arg, ArgAction, Command};
 
 /// The header of docs/CLI.md.
 const HEADER: &str = "# vlm-eval command-line reference
@@ -19,9 +17,9 @@ command: `vlm-eval --model mock` means `vlm-eval run --model mock`. The global f
 is accepted everywhere; see [GUIDE.md](GUIDE.md) for a tour of the commands.
 ";
 
-/// The whole reference as Markdown.
-pub fn markdown() -> String {
-    let mut cmd = Cli::command();
+/// The whole reference as Markdown, for the CLI's clap tree `cmd` (passed in by the dispatch,
+/// so this file does not import the module that declares it).
+pub fn markdown(mut cmd: Command) -> String {
     cmd.build();
     let mut out = String::from(HEADER);
     out.push_str("\n## Commands\n\n");

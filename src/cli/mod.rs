@@ -239,7 +239,10 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Leaderboard(a) => leaderboard::cmd_leaderboard(a),
         Command::View(a) => view::cmd_view(a),
         Command::Docs(DocsCommand::Cli) => {
-            print!("{}", cli_docs::markdown());
+            print!(
+                "{}",
+                cli_docs::markdown(<Cli as clap::CommandFactory>::command())
+            );
             Ok(0)
         }
     }

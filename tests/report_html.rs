@@ -437,8 +437,12 @@ fn size_flags_bound_the_page() {
     assert!(!html.contains("data:image/gif"));
     assert_eq!(html.matches(r#"<details class="episode""#).count(), 1);
     assert!(html.contains("pass --max-episodes"));
-    // Thumbnails were scaled from 64 to 32 pixels.
-    let start = html.find("data:image/png;base64,").unwrap() + "data:image/png;base64,".len();
+    // Thumbnails were scaled from 64 to 32 pixels (the first PNG inside the episode; the page's
+    // icon, a PNG data URL in the head, comes before it).
+    let episode = html.find(r#"<details class="episode""#).unwrap();
+    let start = episode
+        + html[episode..].find("data:image/png;base64,").unwrap()
+        + "data:image/png;base64,".len();
     let b64 = &html[start..start + html[start..].find('"').unwrap()];
     use base64::Engine;
     let bytes = base64::engine::general_purpose::STANDARD

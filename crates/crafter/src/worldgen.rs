@@ -9,6 +9,29 @@ use super::world::{Kind, Object, World};
 /// then mountain's two.
 const FIELDS: [(f64, f64); 5] = [(8.0, 3.0), (3.0, 15.0), (3.0, 5.0), (0.0, 15.0), (0.0, 5.0)];
 
+/// One noise field over the cells that need it, in the cell loop's [x][y] order (`NaN` where
+/// not needed). Fields are computed one at a time: the noise kernel's branches then follow
+/// each other from one point to the next, and mispredict far less than when the fields
+/// alternate cell by cell. `noise3` is pure, so computing a value ahead of the cell that reads
+/// it changes nothing; only the game RNG's draws have an order, and they stay in the cell loop.
+fn field(
+    [w, h]: [i32; 2],
+    need: impl Fn(usize) -> bool,
+    value: impl Fn(f64, f64) -> f64,
+) -> Vec<f64> {
+    let mut out = vec![f64::NAN; (w * h) as usize];
+    let mut i = 0;
+    for x in 0..w {
+        for y in 0..h {
+            if need(i) {
+                out[i] = value(x as f64, y as f64);
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Fill an empty world around the player (already added as id 1 at the centre); returns the
 /// OpenSimplex seed drawn.
 pub fn generate(world: &mut World) -> i64 {
@@ -16,71 +39,96 @@ pub fn generate(world: &mut World) -> i64 {
     let noise = OpenSimplex::new(simplex_seed);
     let [w, h] = world.area;
     let [px, py] = world.player_pos();
-    let mut tunnels = vec![false; (w * h) as usize];
+    let cells = (w * h) as usize;
+    let mut tunnels = vec![false; cells];
     // `_simplex(x, y, z, size)` with one size (normalised by its weight 1).
     let s1 = |x: f64, y: f64, z: f64, size: f64| noise.noise3(x / size, y / size, z);
-    // The five fields every cell reads, one whole field at a time: the noise kernel's
-    // branches follow each other from one point to the next within a field, and mispredict
-    // far less than when the five fields alternate cell by cell.
-    let cells = (w * h) as usize;
-    let mut fields = vec![0.0f64; 5 * cells];
-    for (f, (z, size)) in FIELDS.into_iter().enumerate() {
-        let out = &mut fields[f * cells..(f + 1) * cells];
-        let mut i = 0;
-        for x in 0..w {
-            for y in 0..h {
-                out[i] = s1(x as f64, y as f64, z, size);
-                i += 1;
-            }
+    let all = |_: usize| true;
+    let [n_start, w15, w5, m15, m5] =
+        FIELDS.map(|(z, size)| field([w, h], all, |x, y| s1(x, y, z, size)));
+
+    // Spawn area, water and mountain per cell, exactly as crafter computes them.
+    let mut start = vec![0.0; cells];
+    let mut water = vec![0.0; cells];
+    let mut mountain = vec![0.0; cells];
+    let mut i = 0;
+    for x in 0..w {
+        for y in 0..h {
+            let d2 = ((x - px) * (x - px) + (y - py) * (y - py)) as f64;
+            let mut st = 4.0 - d2.sqrt();
+            st += 2.0 * n_start[i];
+            st = 1.0 / (1.0 + (-st).exp());
+            // {15: 1, 5: 0.15}, not normalised: 0 + 1*n15 + 0.15*n5
+            let mut wa = (0.0 + 1.0 * w15[i]) + 0.15 * w5[i];
+            wa += 0.1;
+            wa -= 2.0 * st;
+            // {15: 1, 5: 0.3}, normalised by 1.3
+            let mut mo = ((0.0 + 1.0 * m15[i]) + 0.3 * m5[i]) / 1.3;
+            mo -= 4.0 * st + 0.3 * wa;
+            (start[i], water[i], mountain[i]) = (st, wa, mo);
+            i += 1;
         }
     }
-    let field = |f: usize, i: usize| fields[f * cells + i];
+
+    // The fields read before any RNG draw decides what comes next, each over exactly the
+    // cells whose earlier comparisons reach it (crafter's `and`/`or` short-circuits).
+    let hills = |i: usize| start[i] <= 0.5 && mountain[i] > 0.15;
+    let cave = field([w, h], hills, |x, y| s1(x, y, 6.0, 7.0));
+    let is_cave = |i: usize| cave[i] > 0.15 && mountain[i] > 0.3;
+    let tunnel_a = field([w, h], |i| hills(i) && !is_cave(i), |x, y| {
+        s1(2.0 * x, y / 5.0, 7.0, 3.0)
+    });
+    let tunnel_b = field([w, h], |i| hills(i) && !is_cave(i) && tunnel_a[i] <= 0.4, |x, y| {
+        s1(x / 5.0, 2.0 * y, 7.0, 3.0)
+    });
+    let is_tunnel = |i: usize| tunnel_a[i] > 0.4 || tunnel_b[i] > 0.4;
+    let coal = field([w, h], |i| hills(i) && !is_cave(i) && !is_tunnel(i), |x, y| {
+        s1(x, y, 1.0, 8.0)
+    });
+    let band = |i: usize| 0.25 < water[i] && water[i] <= 0.35;
+    let low = |i: usize| start[i] <= 0.5 && mountain[i] <= 0.15;
+    let sand = field([w, h], |i| low(i) && band(i), |x, y| s1(x, y, 4.0, 9.0));
+    let is_sand = |i: usize| band(i) && sand[i] > -0.2;
+    let tree = field([w, h], |i| low(i) && !is_sand(i) && water[i] <= 0.3, |x, y| {
+        s1(x, y, 5.0, 7.0)
+    });
+
+    // The cell loop: crafter's branches in crafter's order, with the game RNG drawn where
+    // crafter draws it; iron and lava, read only after a draw, stay lazy.
+    let mut i = 0;
     for x in 0..w {
         for y in 0..h {
             let (fx, fy) = (x as f64, y as f64);
-            let i = (x * h + y) as usize;
-            let d2 = ((x - px) * (x - px) + (y - py) * (y - py)) as f64;
-            let mut start = 4.0 - d2.sqrt();
-            start += 2.0 * field(0, i);
-            start = 1.0 / (1.0 + (-start).exp());
-            // {15: 1, 5: 0.15}, not normalised: 0 + 1*n15 + 0.15*n5
-            let mut water = (0.0 + 1.0 * field(1, i)) + 0.15 * field(2, i);
-            water += 0.1;
-            water -= 2.0 * start;
-            // {15: 1, 5: 0.3}, normalised by 1.3
-            let mut mountain = ((0.0 + 1.0 * field(3, i)) + 0.3 * field(4, i)) / 1.3;
-            mountain -= 4.0 * start + 0.3 * water;
-            let m = if start > 0.5 {
+            let m = if start[i] > 0.5 {
                 Material::Grass
-            } else if mountain > 0.15 {
-                if s1(fx, fy, 6.0, 7.0) > 0.15 && mountain > 0.3 {
+            } else if mountain[i] > 0.15 {
+                if is_cave(i) {
                     Material::Path
-                } else if s1(2.0 * fx, fy / 5.0, 7.0, 3.0) > 0.4
-                    || s1(fx / 5.0, 2.0 * fy, 7.0, 3.0) > 0.4
-                {
-                    tunnels[(x * h + y) as usize] = true;
+                } else if is_tunnel(i) {
+                    tunnels[i] = true;
                     Material::Path
-                } else if s1(fx, fy, 1.0, 8.0) > 0.0 && world.rng.next_double() > 0.85 {
+                } else if coal[i] > 0.0 && world.rng.next_double() > 0.85 {
                     Material::Coal
                 } else if s1(fx, fy, 2.0, 6.0) > 0.4 && world.rng.next_double() > 0.75 {
                     Material::Iron
-                } else if mountain > 0.18 && world.rng.next_double() > 0.994 {
+                } else if mountain[i] > 0.18 && world.rng.next_double() > 0.994 {
                     Material::Diamond
-                } else if mountain > 0.3 && s1(fx, fy, 6.0, 5.0) > 0.35 {
+                } else if mountain[i] > 0.3 && s1(fx, fy, 6.0, 5.0) > 0.35 {
                     Material::Lava
                 } else {
                     Material::Stone
                 }
-            } else if 0.25 < water && water <= 0.35 && s1(fx, fy, 4.0, 9.0) > -0.2 {
+            } else if is_sand(i) {
                 Material::Sand
-            } else if 0.3 < water {
+            } else if 0.3 < water[i] {
                 Material::Water
-            } else if s1(fx, fy, 5.0, 7.0) > 0.0 && world.rng.next_double() > 0.8 {
+            } else if tree[i] > 0.0 && world.rng.next_double() > 0.8 {
                 Material::Tree
             } else {
                 Material::Grass
             };
             world.set_material([x, y], m);
+            i += 1;
         }
     }
     for x in 0..w {

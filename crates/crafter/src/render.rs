@@ -217,12 +217,20 @@ impl NightShade {
                     res[ch][j] = unsafe { px[ch][j].to_int_unchecked::<i32>() } as u8;
                 }
             }
-            for j in 0..len {
-                let o = ((by + y) * out_w + bx + x) * 3;
-                out[o] = res[0][j];
-                out[o + 1] = res[1][j];
-                out[o + 2] = res[2][j];
-                y += 1;
+            // Column runs: down one column of the frame, a row's stride apart.
+            let stride = out_w * 3;
+            let mut j = 0;
+            while j < len {
+                let run = (h - y).min(len - j);
+                let first = ((by + y) * out_w + bx + x) * 3;
+                let col = &mut out[first..first + (run - 1) * stride + 3];
+                for (r, px) in col.chunks_mut(stride).enumerate() {
+                    px[0] = res[0][j + r];
+                    px[1] = res[1][j + r];
+                    px[2] = res[2][j + r];
+                }
+                j += run;
+                y += run;
                 if y == h {
                     y = 0;
                     x += 1;

@@ -9,6 +9,10 @@
 //! converted to `f64` exactly where Python mixes them with floats. Rust does
 //! not contract `a * b + c` into FMA, so the results are bit-identical.
 
+mod cases;
+#[cfg(target_arch = "x86_64")]
+mod x8;
+
 /// `STRETCH_CONSTANT3 = -1.0 / 6`.
 const STRETCH: f64 = -1.0 / 6.0;
 /// `SQUISH_CONSTANT3 = 1.0 / 3`.
@@ -54,6 +58,11 @@ pub struct OpenSimplex {
     perm: [u8; 256],
     /// `perm_grad_index3`: `(perm[i] % 24) * 3`, an offset into `GRADIENTS3`.
     pgi3: [u8; 256],
+    /// `perm`, then the gradient's three components by final hash (`GRADIENTS3[pgi3[i] + axis]`
+    /// as `i8`): the byte tables the eight-lane kernel looks up in registers.
+    bytes: [[u8; 256]; 4],
+    /// Whether [`OpenSimplex::noise3_many`] may use the eight-lane AVX-512 kernel here.
+    x8: bool,
 }
 
 impl OpenSimplex {
@@ -75,7 +84,16 @@ impl OpenSimplex {
             pgi3[i] = (perm[i] % 24) * 3;
             source[r] = source[i];
         }
-        OpenSimplex { perm, pgi3 }
+        let component = |axis: usize| pgi3.map(|i| GRADIENTS3[i as usize + axis] as i8 as u8);
+        OpenSimplex {
+            perm,
+            pgi3,
+            bytes: [perm, component(0), component(1), component(2)],
+            #[cfg(target_arch = "x86_64")]
+            x8: x8::available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            x8: false,
+        }
     }
 
     /// `_extrapolate3`: gradient dot product at lattice point `(xsb, ysb, zsb)`.
@@ -616,6 +634,50 @@ impl OpenSimplex {
     }
 }
 
+impl OpenSimplex {
+    /// `out[i] = noise3(x[i], y[i], z)`: the same bits as one [`OpenSimplex::noise3`] call per
+    /// point, eight points per call of the AVX-512 kernel where the CPU has it.
+    ///
+    /// # Panics
+    /// If the three slices differ in length.
+    pub fn noise3_many(&self, x: &[f64], y: &[f64], z: f64, out: &mut [f64]) {
+        assert!(
+            x.len() == y.len() && y.len() == out.len(),
+            "noise3_many: lengths differ"
+        );
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if self.x8 {
+            // The kernel's lattice coordinates are `i32`: points beyond ±1e9 (or not finite)
+            // take the scalar kernel, whose `i64` floor the reference has.
+            let fits = |v: &f64| v.abs() <= 1e9;
+            for ((x, y), out) in x.chunks(8).zip(y.chunks(8)).zip(out.chunks_mut(8)) {
+                if !(fits(&z) && x.iter().all(fits) && y.iter().all(fits)) {
+                    for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
+                        *o = self.noise3(x, y, z);
+                    }
+                    continue;
+                }
+                let (mut xs, mut ys) = ([0.0; 8], [0.0; 8]);
+                xs[..x.len()].copy_from_slice(x);
+                ys[..y.len()].copy_from_slice(y);
+                // SAFETY: `x8` is set only when the CPU has what the kernel needs.
+                let v = unsafe { x8::noise3_x8(self, &xs, &ys, z) };
+                out.copy_from_slice(&v[..out.len()]);
+            }
+            done = out.len();
+        }
+        for i in done..out.len() {
+            out[i] = self.noise3(x[i], y[i], z);
+        }
+    }
+
+    /// Whether [`OpenSimplex::noise3_many`] runs the eight-lane kernel on this CPU.
+    pub fn has_x8(&self) -> bool {
+        self.x8
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,6 +689,133 @@ mod tests {
             want.to_bits(),
             "{what}: got {got:?}, want {want:?}"
         );
+    }
+
+    /// The case table read by the scalar model below (`cases::TABLE`), in the reference's
+    /// order: the model must give the reference's bits.
+    fn noise3_cases(n: &OpenSimplex, x: f64, y: f64, z: f64) -> f64 {
+        let stretch_offset = (x + y + z) * STRETCH;
+        let (xs, ys, zs) = (x + stretch_offset, y + stretch_offset, z + stretch_offset);
+        let b = [floor_i64(xs), floor_i64(ys), floor_i64(zs)];
+        let squish_offset = (b[0] + b[1] + b[2]) as f64 * SQUISH;
+        let d0 = [
+            x - (b[0] as f64 + squish_offset),
+            y - (b[1] as f64 + squish_offset),
+            z - (b[2] as f64 + squish_offset),
+        ];
+        let (xi, yi, zi) = (xs - b[0] as f64, ys - b[1] as f64, zs - b[2] as f64);
+        let case = cases::case_index(xi, yi, zi, (xi + yi) + zi);
+        let mut value = 0.0;
+        for s in &cases::TABLE[case] {
+            let d: [f64; 3] = std::array::from_fn(|ax| {
+                ((d0[ax] - f64::from(s.a[ax])) - cases::K[s.k as usize]) - f64::from(s.c[ax])
+            });
+            let attn = ((2.0 - d[0] * d[0]) - d[1] * d[1]) - d[2] * d[2];
+            if attn > 0.0 {
+                let v = |ax: usize| b[ax].wrapping_add(i64::from(s.o[ax]));
+                let a2 = attn * attn;
+                value += a2 * a2 * n.extrapolate(v(0), v(1), v(2), d[0], d[1], d[2]);
+            }
+        }
+        value / NORM
+    }
+
+    /// Points the reference meets: random ones over a wide box, and the world's fields.
+    fn points() -> Vec<[f64; 3]> {
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut pts: Vec<[f64; 3]> = (0..40_000)
+            .map(|_| {
+                [
+                    rnd() * 80.0 - 40.0,
+                    rnd() * 80.0 - 40.0,
+                    (rnd() * 20.0 - 10.0).round(),
+                ]
+            })
+            .collect();
+        // Beyond the eight-lane kernel's i32 lattice: the scalar fallback.
+        pts.extend([
+            [3.0e9, 1.5, 2.0],
+            [-7.5e12, 2.0e10, 1.0],
+            [0.25, -4.0e9, 0.0],
+        ]);
+        for (z, size) in [(8.0, 3.0), (3.0, 15.0), (0.0, 5.0), (7.0, 3.0), (4.0, 9.0)] {
+            for x in 0..64 {
+                for y in 0..64 {
+                    pts.push([f64::from(x) / size, f64::from(y) / size, z]);
+                }
+            }
+        }
+        pts
+    }
+
+    #[test]
+    fn case_table_model_matches_the_reference() {
+        let n = OpenSimplex::new(487388145);
+        let mut seen = [false; cases::CASES];
+        for [x, y, z] in points() {
+            assert_bits(
+                noise3_cases(&n, x, y, z),
+                n.noise3(x, y, z),
+                &format!("({x},{y},{z})"),
+            );
+            let stretch_offset = (x + y + z) * STRETCH;
+            let (xs, ys, zs) = (x + stretch_offset, y + stretch_offset, z + stretch_offset);
+            let (xi, yi, zi) = (
+                xs - floor_i64(xs) as f64,
+                ys - floor_i64(ys) as f64,
+                zs - floor_i64(zs) as f64,
+            );
+            seen[cases::case_index(xi, yi, zi, (xi + yi) + zi)] = true;
+        }
+        let reached = seen.iter().filter(|&&s| s).count();
+        assert_eq!(
+            reached,
+            cases::COMPACT.1,
+            "every reachable case is exercised"
+        );
+        assert_eq!(cases::COMPACT.1, 24);
+    }
+
+    #[test]
+    fn many_matches_one_by_one() {
+        let n = OpenSimplex::new(-7);
+        if !n.has_x8() {
+            println!("no AVX-512 VBMI here: noise3_many runs the scalar kernel, compared anyway");
+        }
+        let pts = points();
+        for z in [0.0, 3.0, 8.0, -5.0] {
+            let xs: Vec<f64> = pts.iter().map(|p| p[0]).collect();
+            let ys: Vec<f64> = pts.iter().map(|p| p[1]).collect();
+            // An odd length, so the last block is partial.
+            let len = xs.len() - 3;
+            let mut out = vec![0.0; len];
+            n.noise3_many(&xs[..len], &ys[..len], z, &mut out);
+            for i in 0..len {
+                assert_bits(
+                    out[i],
+                    n.noise3(xs[i], ys[i], z),
+                    &format!("({}, {}, {z})", xs[i], ys[i]),
+                );
+            }
+        }
+        let data = include_str!("noise_vectors.txt");
+        for line in data
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let seed: i64 = f[0].parse().unwrap();
+            let [x, y, z, want] = [f[1], f[2], f[3], f[4]].map(|s| s.parse::<f64>().unwrap());
+            let mut out = [0.0];
+            OpenSimplex::new(seed).noise3_many(&[x], &[y], z, &mut out);
+            assert_bits(out[0], want, line);
+        }
     }
 
     #[test]

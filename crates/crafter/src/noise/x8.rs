@@ -1,0 +1,244 @@
+//! `noise3` at eight points at once with AVX-512, one point per lane, bit-identical to the
+//! scalar kernel.
+//!
+//! Every lane performs the reference's IEEE operations on its point in the reference's order
+//! (no fused multiply-add: each product and sum is its own instruction), so each lane's value
+//! is the scalar one to the bit:
+//!
+//! - the comparisons that pick the vertices become masks, folded into the case of
+//!   [`super::cases`], whose table gives each of the eight slots' lattice offset and offset
+//!   expression; slots are added in the table's order, which is the reference's;
+//! - the lattice hash `perm[perm[perm[x] + y] + z]` and the gradient it selects are 256-entry
+//!   byte tables looked up inside registers (`vpermi2b`, AVX-512 VBMI): byte lanes wrap at
+//!   256 exactly as Python's `& 0xFF`, and no gather waits on memory.
+//!
+//! Points in a world's fields come in spatial order, where the scalar kernel's branches are
+//! mostly predicted; this kernel has none to mispredict and does eight points' arithmetic per
+//! instruction.
+
+#![allow(unsafe_code)]
+
+use super::cases::{COMPACT, K, SLOT_BYTES};
+use super::{OpenSimplex, NORM, SQUISH, STRETCH};
+use std::arch::x86_64::*;
+
+/// Whether this CPU runs [`noise3_x8`]: AVX-512 F, BW, DQ, VL and VBMI.
+pub(super) fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
+}
+
+/// A 256-byte table held in four registers.
+#[derive(Clone, Copy)]
+struct Lut([__m512i; 4]);
+
+impl Lut {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load(t: &[u8; 256]) -> Lut {
+        // SAFETY: four 64-byte loads inside the 256-byte table.
+        Lut([0, 64, 128, 192].map(|o| unsafe { _mm512_loadu_si512(t.as_ptr().add(o).cast()) }))
+    }
+
+    /// `t[i]` for every byte lane `i` of `idx`: two 128-byte halves, picked by the top bit.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn get(&self, idx: __m512i) -> __m512i {
+        let [t0, t1, t2, t3] = self.0;
+        let lo = _mm512_permutex2var_epi8(t0, idx, t1);
+        let hi = _mm512_permutex2var_epi8(t2, idx, t3);
+        _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi)
+    }
+}
+
+/// The low eight byte lanes of `v`, sign-extended, as `f64`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq")]
+fn bytes_f64(v: __m512i) -> __m512d {
+    _mm512_cvtepi64_pd(_mm512_cvtepi8_epi64(_mm512_castsi512_si128(v)))
+}
+
+/// Eight `i32` lanes as the low eight byte lanes of a register (wrapping to a byte).
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl")]
+fn i32_bytes(v: __m256i) -> __m512i {
+    _mm512_zextsi128_si512(_mm256_cvtepi32_epi8(v))
+}
+
+/// The case of each lane, as in [`super::cases::case_index`]: the same comparisons, with
+/// masks for booleans and blends for selects.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl")]
+fn case_x8(xi: __m512d, yi: __m512d, zi: __m512d, in_sum: __m512d) -> __m256i {
+    let gt = |a, b| _mm512_cmp_pd_mask::<_CMP_GT_OQ>(a, b);
+    let ge = |a, b| _mm512_cmp_pd_mask::<_CMP_GE_OQ>(a, b);
+    let lt = |a, b| _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, b);
+    let le = |a, b| _mm512_cmp_pd_mask::<_CMP_LE_OQ>(a, b);
+    // `m ? a : b`, for floats and for ints.
+    let pick = |m: __mmask8, a, b| _mm512_mask_blend_pd(m, b, a);
+    let pick_i = |m: __mmask8, a, b| _mm256_mask_blend_epi32(m, b, a);
+    let int = _mm256_set1_epi32;
+    let one = _mm512_set1_pd(1.0);
+
+    // Region 1 (`in_sum <= 1`): a = (xins, 1), b = (yins, 2), z may replace one of them.
+    let t1 = ge(xi, yi) & gt(zi, yi);
+    let t2 = lt(xi, yi) & gt(zi, xi);
+    let b_s = pick(t1, zi, yi);
+    let b_p = pick_i(t1, int(4), int(2));
+    let a_s = pick(t2, zi, xi);
+    let a_p = pick_i(t2, int(4), int(1));
+    let w = _mm512_sub_pd(one, in_sum);
+    let near = gt(w, a_s) | gt(w, b_s);
+    let closer = pick_i(gt(b_s, a_s), b_p, a_p);
+    let r1 = pick_i(near, closer, _mm256_or_si256(a_p, b_p));
+
+    // Region 2 (`in_sum >= 2`): a = (xins, 6), b = (yins, 5), z may replace one of them.
+    let u1 = le(xi, yi) & lt(zi, yi);
+    let u2 = gt(xi, yi) & lt(zi, xi);
+    let b_s = pick(u1, zi, yi);
+    let b_p = pick_i(u1, int(3), int(5));
+    let a_s = pick(u2, zi, xi);
+    let a_p = pick_i(u2, int(3), int(6));
+    let w = _mm512_sub_pd(_mm512_set1_pd(3.0), in_sum);
+    let near = lt(w, a_s) | lt(w, b_s);
+    let closer = pick_i(lt(b_s, a_s), b_p, a_p);
+    let r2 = _mm256_add_epi32(int(8), pick_i(near, closer, _mm256_and_si256(a_p, b_p)));
+
+    // Region 3, the octahedron: scores are not updated when a point is replaced.
+    let score = |p: __m512d, far: __mmask8| pick(far, _mm512_sub_pd(p, one), _mm512_sub_pd(one, p));
+    let p1 = _mm512_add_pd(xi, yi);
+    let af0 = gt(p1, one);
+    let a_s = score(p1, af0);
+    let a_p0 = pick_i(af0, int(3), int(4));
+    let p2 = _mm512_add_pd(xi, zi);
+    let bf0 = gt(p2, one);
+    let b_s = score(p2, bf0);
+    let b_p0 = pick_i(bf0, int(5), int(2));
+    let p3 = _mm512_add_pd(yi, zi);
+    let far3 = gt(p3, one);
+    let s3 = score(p3, far3);
+    let q = pick_i(far3, int(6), int(1));
+    let ra = le(a_s, b_s) & lt(a_s, s3);
+    let rb = gt(a_s, b_s) & lt(b_s, s3);
+    let a_p = pick_i(ra, q, a_p0);
+    let af = (ra & far3) | (!ra & af0);
+    let b_p = pick_i(rb, q, b_p0);
+    let bf = (rb & far3) | (!rb & bf0);
+    let same = pick_i(
+        af,
+        _mm256_add_epi32(int(16), _mm256_and_si256(a_p, b_p)),
+        _mm256_add_epi32(int(24), _mm256_or_si256(a_p, b_p)),
+    );
+    let c1 = pick_i(af, a_p, b_p);
+    let c2 = pick_i(af, b_p, a_p);
+    let mixed = _mm256_add_epi32(
+        _mm256_add_epi32(int(32), _mm256_xor_si256(c1, int(7))),
+        _mm256_slli_epi32::<3>(c2),
+    );
+    let r3 = pick_i(!(af ^ bf), same, mixed);
+
+    pick_i(
+        le(in_sum, one),
+        r1,
+        pick_i(ge(in_sum, _mm512_set1_pd(2.0)), r2, r3),
+    )
+}
+
+/// `noise3(x[i], y[i], z)` for eight points.
+///
+/// # Safety
+/// The CPU must have what [`available`] checks.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
+pub(super) unsafe fn noise3_x8(n: &OpenSimplex, x: &[f64; 8], y: &[f64; 8], z: f64) -> [f64; 8] {
+    // SAFETY: eight-lane loads from eight-element arrays.
+    let (x, y) = unsafe { (_mm512_loadu_pd(x.as_ptr()), _mm512_loadu_pd(y.as_ptr())) };
+    let z = _mm512_set1_pd(z);
+    // Place input coordinates on the simplectic honeycomb; floor to the super-cell origin.
+    let stretch = _mm512_mul_pd(
+        _mm512_add_pd(_mm512_add_pd(x, y), z),
+        _mm512_set1_pd(STRETCH),
+    );
+    let (xs, ys, zs) = (
+        _mm512_add_pd(x, stretch),
+        _mm512_add_pd(y, stretch),
+        _mm512_add_pd(z, stretch),
+    );
+    const FLOOR: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+    let (xsb, ysb, zsb) = (
+        _mm512_roundscale_pd::<FLOOR>(xs),
+        _mm512_roundscale_pd::<FLOOR>(ys),
+        _mm512_roundscale_pd::<FLOOR>(zs),
+    );
+    // The lattice sum is an exact small integer in f64, as the reference's int sum converted.
+    let squish = _mm512_mul_pd(
+        _mm512_add_pd(_mm512_add_pd(xsb, ysb), zsb),
+        _mm512_set1_pd(SQUISH),
+    );
+    let d0 = [
+        _mm512_sub_pd(x, _mm512_add_pd(xsb, squish)),
+        _mm512_sub_pd(y, _mm512_add_pd(ysb, squish)),
+        _mm512_sub_pd(z, _mm512_add_pd(zsb, squish)),
+    ];
+    let (xi, yi, zi) = (
+        _mm512_sub_pd(xs, xsb),
+        _mm512_sub_pd(ys, ysb),
+        _mm512_sub_pd(zs, zsb),
+    );
+    let in_sum = _mm512_add_pd(_mm512_add_pd(xi, yi), zi);
+    let case = case_x8(xi, yi, zi, in_sum);
+    // SAFETY: 64-byte loads from the 128-byte case map.
+    let (map0, map1) = unsafe {
+        (
+            _mm512_loadu_si512(COMPACT.0.as_ptr().cast()),
+            _mm512_loadu_si512(COMPACT.0.as_ptr().add(64).cast()),
+        )
+    };
+    let id = _mm512_permutex2var_epi8(map0, i32_bytes(case), map1);
+    let base = [xsb, ysb, zsb].map(|b| i32_bytes(_mm512_cvtpd_epi32(b)));
+    let [perm, gx, gy, gz] = n.bytes.each_ref().map(|t| Lut::load(t));
+    let k_table = _mm512_setr_pd(K[0], K[1], K[2], K[3], 0.0, 0.0, 0.0, 0.0);
+    let two = _mm512_set1_pd(2.0);
+    let mut value = _mm512_setzero_pd();
+    for tables in &SLOT_BYTES {
+        // SAFETY: 64-byte loads of 64-byte tables.
+        let lut = |t: usize| unsafe {
+            _mm512_permutexvar_epi8(id, _mm512_loadu_si512(tables[t].as_ptr().cast()))
+        };
+        let b = _mm512_permutexvar_pd(
+            _mm512_cvtepi8_epi64(_mm512_castsi512_si128(lut(9))),
+            k_table,
+        );
+        let d = [0, 1, 2].map(|ax| {
+            let v = _mm512_sub_pd(d0[ax], bytes_f64(lut(3 + ax)));
+            _mm512_sub_pd(_mm512_sub_pd(v, b), bytes_f64(lut(6 + ax)))
+        });
+        let attn = _mm512_sub_pd(
+            _mm512_sub_pd(
+                _mm512_sub_pd(two, _mm512_mul_pd(d[0], d[0])),
+                _mm512_mul_pd(d[1], d[1]),
+            ),
+            _mm512_mul_pd(d[2], d[2]),
+        );
+        let p0 = perm.get(_mm512_add_epi8(base[0], lut(0)));
+        let p1 = perm.get(_mm512_add_epi8(p0, _mm512_add_epi8(base[1], lut(1))));
+        let h = _mm512_add_epi8(p1, _mm512_add_epi8(base[2], lut(2)));
+        let ext = _mm512_add_pd(
+            _mm512_add_pd(
+                _mm512_mul_pd(bytes_f64(gx.get(h)), d[0]),
+                _mm512_mul_pd(bytes_f64(gy.get(h)), d[1]),
+            ),
+            _mm512_mul_pd(bytes_f64(gz.get(h)), d[2]),
+        );
+        let a2 = _mm512_mul_pd(attn, attn);
+        let contrib = _mm512_mul_pd(_mm512_mul_pd(a2, a2), ext);
+        let live = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(attn, _mm512_setzero_pd());
+        value = _mm512_add_pd(value, _mm512_maskz_mov_pd(live, contrib));
+    }
+    let mut out = [0.0f64; 8];
+    // SAFETY: eight f64 stores into an eight-element array.
+    unsafe { _mm512_storeu_pd(out.as_mut_ptr(), _mm512_div_pd(value, _mm512_set1_pd(NORM))) };
+    out
+}

@@ -13,6 +13,57 @@ struct Sprite {
     h: usize,
     channels: usize,
     data: Vec<u8>,
+    /// For an RGBA sprite, per pixel what `_draw_alpha` does with it (empty for RGB).
+    blend: Vec<Blend>,
+}
+
+/// How one RGBA pixel blends over the canvas, worked out once per sprite: with alpha 255 the
+/// float32 blend `a*t + (1-a)*cur` is exactly `t` whatever lies below, with alpha 0 it is
+/// exactly `cur`; only the other alphas need the arithmetic per frame.
+#[derive(Clone, Copy, Debug)]
+enum Blend {
+    /// Alpha 255: these bytes, whatever the canvas holds.
+    Opaque([u8; 3]),
+    /// Alpha 0: the canvas stays as it is (`255 * (v / 255)` in float32 gives `v` back for
+    /// every byte, which a test checks).
+    Clear,
+    /// Any other alpha: the blend per frame.
+    Mixed,
+}
+
+/// `u8 as f32 / 255.0` for every byte, as `_draw_alpha` divides (the same float32 quotient).
+fn unit(v: u8) -> f32 {
+    v as f32 / 255.0
+}
+
+/// `_draw_alpha` of one channel: float32 blend of texture byte `t` (alpha `a`) over `cur`.
+#[inline]
+fn blend_channel(a: f32, t: u8, cur: u8) -> u8 {
+    let blended = a * unit(t) + (1.0 - a) * unit(cur);
+    (255.0f32 * blended) as u8
+}
+
+impl Sprite {
+    fn new(w: usize, h: usize, channels: usize, data: Vec<u8>) -> Sprite {
+        let blend = if channels == 4 {
+            data.chunks_exact(4)
+                .map(|px| match px[3] {
+                    255 => Blend::Opaque([0, 1, 2].map(|c| blend_channel(1.0, px[c], 0))),
+                    0 => Blend::Clear,
+                    _ => Blend::Mixed,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Sprite {
+            w,
+            h,
+            channels,
+            data,
+            blend,
+        }
+    }
 }
 
 /// Pillow's NEAREST source index map for `src → dst` (accumulated float coordinate).
@@ -37,12 +88,7 @@ fn resize(t: &Texture, w: usize, h: usize) -> Sprite {
             data.extend_from_slice(&t.data[i..i + c]);
         }
     }
-    Sprite {
-        w,
-        h,
-        channels: c,
-        data,
-    }
+    Sprite::new(w, h, c, data)
 }
 
 /// An RGB canvas, row-major `[y][x][3]`.
@@ -73,13 +119,16 @@ impl Canvas<'_> {
             let row = ((y0 + y) * self.w + x0) * 3;
             for x in 0..s.w {
                 let src = (y * s.w + x) * 4;
-                let a = s.data[src + 3] as f32 / 255.0;
-                let dst = row + x * 3;
-                for c in 0..3 {
-                    let t = s.data[src + c] as f32 / 255.0;
-                    let cur = self.data[dst + c] as f32 / 255.0;
-                    let blended = a * t + (1.0 - a) * cur;
-                    self.data[dst + c] = (255.0f32 * blended) as u8;
+                let dst = &mut self.data[row + x * 3..row + x * 3 + 3];
+                match s.blend[y * s.w + x] {
+                    Blend::Opaque(rgb) => dst.copy_from_slice(&rgb),
+                    Blend::Clear => {}
+                    Blend::Mixed => {
+                        let a = unit(s.data[src + 3]);
+                        for (c, v) in dst.iter_mut().enumerate() {
+                            *v = blend_channel(a, s.data[src + c], *v);
+                        }
+                    }
                 }
             }
         }
@@ -567,6 +616,28 @@ mod tests {
         assert_eq!(nearest_map(16, 5), vec![1, 4, 8, 11, 14]);
         assert_eq!(nearest_map(16, 4), vec![2, 6, 10, 14]);
         assert_eq!(nearest_map(16, 16), (0..16).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn opaque_and_clear_pixels_blend_like_the_float_formula() {
+        // Every texture byte over every canvas byte, at alpha 255 and 0.
+        for t in 0..=255u8 {
+            let opaque = Sprite::new(1, 1, 4, vec![t, t, t, 255]);
+            let clear = Sprite::new(1, 1, 4, vec![t, t, t, 0]);
+            for cur in 0..=255u8 {
+                for (sprite, a) in [(&opaque, 1.0), (&clear, 0.0)] {
+                    let mut data = [cur; 3];
+                    Canvas {
+                        w: 1,
+                        data: &mut data,
+                    }
+                    .draw_alpha(0, 0, sprite);
+                    assert_eq!(data[0], blend_channel(a, t, cur), "t {t} cur {cur} a {a}");
+                }
+            }
+        }
+        // What lets `Blend::Clear` leave the canvas alone.
+        assert!((0..=255u8).all(|v| blend_channel(0.0, 0, v) == v));
     }
 
     #[test]

@@ -649,10 +649,16 @@ impl OpenSimplex {
         #[cfg(target_arch = "x86_64")]
         if self.x8 {
             // The kernel's lattice coordinates are `i32`: points beyond ±1e9 (or not finite)
-            // take the scalar kernel, whose `i64` floor the reference has.
+            // take the scalar kernel, whose `i64` floor the reference has. One pass over all
+            // the points first (a loop the compiler vectorises); blocks are checked only if
+            // some point is out of range.
             let fits = |v: &f64| v.abs() <= 1e9;
+            let mut all_fit = fits(&z);
+            for v in x.iter().chain(y) {
+                all_fit &= fits(v);
+            }
             for ((x, y), out) in x.chunks(8).zip(y.chunks(8)).zip(out.chunks_mut(8)) {
-                if !(fits(&z) && x.iter().all(fits) && y.iter().all(fits)) {
+                if !all_fit && !(fits(&z) && x.iter().all(fits) && y.iter().all(fits)) {
                     for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
                         *o = self.noise3(x, y, z);
                     }

@@ -36,9 +36,10 @@ pub(super) const CASES: usize = 72;
 /// `k * SQUISH` as the reference writes it (`SQUISH2`, `SQUISH3` are Python's products).
 pub(super) const K: [f64; 4] = [0.0, SQUISH, SQUISH2, SQUISH3];
 
-/// A slot that adds nothing: eight units away on every axis, so `attn < 0`.
+/// A slot that adds nothing: eight units away on every axis, so `attn < 0` (its offset equals
+/// its `a`, as every base slot's does, which the SIMD kernel relies on).
 const INACTIVE: Slot = Slot {
-    o: [0; 3],
+    o: [8; 3],
     a: [8; 3],
     k: 0,
     c: [0; 3],
@@ -318,7 +319,9 @@ const fn compact() -> ([u8; 128], usize) {
 }
 
 /// Per slot, the slot's constants by compact case, as bytes the SIMD kernel looks up in a
-/// register: `[ox, oy, oz, ax, ay, az, cx, cy, cz, k]`, each 64 bytes (24 used).
+/// register: `[ox, oy, oz, ax, ay, az, cx, cy, cz, k]`, each 64 bytes (24 used). In the six
+/// base slots `a == o` and `c == 0` for every case (tested), so the kernel reads only `o`
+/// and `k` there.
 pub(super) static SLOT_BYTES: [[[u8; 64]; 10]; 8] = slot_bytes();
 
 const fn slot_bytes() -> [[[u8; 64]; 10]; 8] {
@@ -340,6 +343,24 @@ const fn slot_bytes() -> [[[u8; 64]; 10]; 8] {
                 out[s][9][id as usize] = slot.k;
                 s += 1;
             }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The gradients' components by `perm % 24` (`GRADIENTS3[3i + axis]` as `i8`), as 64-byte
+/// tables for in-register lookups.
+pub(super) static GRADIENT_BYTES: [[u8; 64]; 3] = gradient_bytes();
+
+const fn gradient_bytes() -> [[u8; 64]; 3] {
+    let mut out = [[0u8; 64]; 3];
+    let mut i = 0;
+    while i < 24 {
+        let mut ax = 0;
+        while ax < 3 {
+            out[ax][i] = super::GRADIENTS3[3 * i + ax] as i8 as u8;
+            ax += 1;
         }
         i += 1;
     }

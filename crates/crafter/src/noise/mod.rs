@@ -58,9 +58,8 @@ pub struct OpenSimplex {
     perm: [u8; 256],
     /// `perm_grad_index3`: `(perm[i] % 24) * 3`, an offset into `GRADIENTS3`.
     pgi3: [u8; 256],
-    /// `perm`, then the gradient's three components by final hash (`GRADIENTS3[pgi3[i] + axis]`
-    /// as `i8`): the byte tables the eight-lane kernel looks up in registers.
-    bytes: [[u8; 256]; 4],
+    /// `perm % 24`, the gradient's number by final hash, for the eight-lane kernel.
+    grad24: [u8; 256],
     /// Whether [`OpenSimplex::noise3_many`] may use the eight-lane AVX-512 kernel here.
     x8: bool,
 }
@@ -84,11 +83,10 @@ impl OpenSimplex {
             pgi3[i] = (perm[i] % 24) * 3;
             source[r] = source[i];
         }
-        let component = |axis: usize| pgi3.map(|i| GRADIENTS3[i as usize + axis] as i8 as u8);
         OpenSimplex {
             perm,
             pgi3,
-            bytes: [perm, component(0), component(1), component(2)],
+            grad24: perm.map(|p| p % 24),
             #[cfg(target_arch = "x86_64")]
             x8: x8::available(),
             #[cfg(not(target_arch = "x86_64"))]
@@ -786,6 +784,16 @@ mod tests {
             "every reachable case is exercised"
         );
         assert_eq!(cases::COMPACT.1, 24);
+    }
+
+    #[test]
+    fn base_slots_offset_is_their_expression() {
+        // What lets the eight-lane kernel read only `o` and `k` in slots 0..6.
+        for case in &cases::TABLE {
+            for s in &case[..6] {
+                assert_eq!((s.a, s.c), (s.o, [0; 3]));
+            }
+        }
     }
 
     #[test]

@@ -8,9 +8,10 @@
 //! - the comparisons that pick the vertices become masks, folded into the case of
 //!   [`super::cases`], whose table gives each of the eight slots' lattice offset and offset
 //!   expression; slots are added in the table's order, which is the reference's;
-//! - the lattice hash `perm[perm[perm[x] + y] + z]` and the gradient it selects are 256-entry
-//!   byte tables looked up inside registers (`vpermi2b`, AVX-512 VBMI): byte lanes wrap at
-//!   256 exactly as Python's `& 0xFF`, and no gather waits on memory.
+//! - the lattice hash `perm[perm[perm[x] + y] + z] % 24` is three lookups in 256-entry byte
+//!   tables held in registers (`vpermi2b`, AVX-512 VBMI), and the gradient one more in a
+//!   24-entry one: byte lanes wrap at 256 exactly as Python's `& 0xFF`, and no gather waits
+//!   on memory.
 //!
 //! Points in a world's fields come in spatial order, where the scalar kernel's branches are
 //! mostly predicted; this kernel has none to mispredict and does eight points' arithmetic per
@@ -18,7 +19,7 @@
 
 #![allow(unsafe_code)]
 
-use super::cases::{COMPACT, K, SLOT_BYTES};
+use super::cases::{COMPACT, GRADIENT_BYTES, K, SLOT_BYTES};
 use super::{OpenSimplex, NORM, SQUISH, STRETCH};
 use std::arch::x86_64::*;
 
@@ -198,11 +199,13 @@ pub(super) unsafe fn noise3_x8(n: &OpenSimplex, x: &[f64; 8], y: &[f64; 8], z: f
     };
     let id = _mm512_permutex2var_epi8(map0, i32_bytes(case), map1);
     let base = [xsb, ysb, zsb].map(|b| i32_bytes(_mm512_cvtpd_epi32(b)));
-    let [perm, gx, gy, gz] = n.bytes.each_ref().map(|t| Lut::load(t));
+    let (perm, grad24) = (Lut::load(&n.perm), Lut::load(&n.grad24));
+    // SAFETY: 64-byte loads of 64-byte tables.
+    let gradient = GRADIENT_BYTES.map(|t| unsafe { _mm512_loadu_si512(t.as_ptr().cast()) });
     let k_table = _mm512_setr_pd(K[0], K[1], K[2], K[3], 0.0, 0.0, 0.0, 0.0);
     let two = _mm512_set1_pd(2.0);
     let mut value = _mm512_setzero_pd();
-    for tables in &SLOT_BYTES {
+    for (s, tables) in SLOT_BYTES.iter().enumerate() {
         // SAFETY: 64-byte loads of 64-byte tables.
         let lut = |t: usize| unsafe {
             _mm512_permutexvar_epi8(id, _mm512_loadu_si512(tables[t].as_ptr().cast()))
@@ -211,10 +214,16 @@ pub(super) unsafe fn noise3_x8(n: &OpenSimplex, x: &[f64; 8], y: &[f64; 8], z: f
             _mm512_cvtepi8_epi64(_mm512_castsi512_si128(lut(9))),
             k_table,
         );
-        let d = [0, 1, 2].map(|ax| {
-            let v = _mm512_sub_pd(d0[ax], bytes_f64(lut(3 + ax)));
-            _mm512_sub_pd(_mm512_sub_pd(v, b), bytes_f64(lut(6 + ax)))
-        });
+        let o = [lut(0), lut(1), lut(2)];
+        // Base slots: `a` is the offset and `c` is 0 (`x - 0.0 == x`, so it is left out).
+        let d = if s < 6 {
+            [0, 1, 2].map(|ax| _mm512_sub_pd(_mm512_sub_pd(d0[ax], bytes_f64(o[ax])), b))
+        } else {
+            [0, 1, 2].map(|ax| {
+                let v = _mm512_sub_pd(d0[ax], bytes_f64(lut(3 + ax)));
+                _mm512_sub_pd(_mm512_sub_pd(v, b), bytes_f64(lut(6 + ax)))
+            })
+        };
         let attn = _mm512_sub_pd(
             _mm512_sub_pd(
                 _mm512_sub_pd(two, _mm512_mul_pd(d[0], d[0])),
@@ -222,15 +231,13 @@ pub(super) unsafe fn noise3_x8(n: &OpenSimplex, x: &[f64; 8], y: &[f64; 8], z: f
             ),
             _mm512_mul_pd(d[2], d[2]),
         );
-        let p0 = perm.get(_mm512_add_epi8(base[0], lut(0)));
-        let p1 = perm.get(_mm512_add_epi8(p0, _mm512_add_epi8(base[1], lut(1))));
-        let h = _mm512_add_epi8(p1, _mm512_add_epi8(base[2], lut(2)));
+        let p0 = perm.get(_mm512_add_epi8(base[0], o[0]));
+        let p1 = perm.get(_mm512_add_epi8(p0, _mm512_add_epi8(base[1], o[1])));
+        let gi = grad24.get(_mm512_add_epi8(p1, _mm512_add_epi8(base[2], o[2])));
+        let g = gradient.map(|t| bytes_f64(_mm512_permutexvar_epi8(gi, t)));
         let ext = _mm512_add_pd(
-            _mm512_add_pd(
-                _mm512_mul_pd(bytes_f64(gx.get(h)), d[0]),
-                _mm512_mul_pd(bytes_f64(gy.get(h)), d[1]),
-            ),
-            _mm512_mul_pd(bytes_f64(gz.get(h)), d[2]),
+            _mm512_add_pd(_mm512_mul_pd(g[0], d[0]), _mm512_mul_pd(g[1], d[1])),
+            _mm512_mul_pd(g[2], d[2]),
         );
         let a2 = _mm512_mul_pd(attn, attn);
         let contrib = _mm512_mul_pd(_mm512_mul_pd(a2, a2), ext);

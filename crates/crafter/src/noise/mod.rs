@@ -656,7 +656,8 @@ impl OpenSimplex {
                 all_fit &= fits(v);
             }
             for ((x, y), out) in x.chunks(8).zip(y.chunks(8)).zip(out.chunks_mut(8)) {
-                if !all_fit && !(fits(&z) && x.iter().all(fits) && y.iter().all(fits)) {
+                let block_fits = || fits(&z) && x.iter().all(fits) && y.iter().all(fits);
+                if !(all_fit || block_fits()) {
                     for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
                         *o = self.noise3(x, y, z);
                     }

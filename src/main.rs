@@ -1,6 +1,5 @@
 //! The `vlm-eval` binary: parses flags, sets up logging and maps errors to exit codes.
 
-use clap::Parser;
 use vlm_eval::cli;
 
 fn main() {
@@ -14,7 +13,7 @@ fn main() {
         .with_target(false)
         .without_time()
         .init();
-    let args = cli::Cli::parse_from(cli::with_default_command(std::env::args_os().collect()));
+    let args = cli::usage::parse_or_exit(cli::with_default_command(std::env::args_os().collect()));
     match cli::run(args) {
         Ok(code) => std::process::exit(code),
         Err(e) => {

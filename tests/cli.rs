@@ -49,6 +49,48 @@ fn bad_input_is_a_one_line_error() {
     assert_usage_error(&["bench", "env", "--size", "0"], "zero");
 }
 
+/// clap's own usage errors (unknown flag, bad value, missing value): one line in all, exit 2,
+/// naming the flag, with clap's tip kept and the command's `--help` pointed to.
+#[test]
+fn flag_errors_from_clap_are_one_line() {
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["--model", "mock", "--seedz", "3"],
+            &["'--seedz'", "'--seeds'", "see 'vlm-eval run --help'"],
+        ),
+        (
+            &["run", "--wide=abc"],
+            &["'abc'", "'--wide'", "see 'vlm-eval run --help'"],
+        ),
+        (
+            &["--model", "mock", "--seeds", "ten"],
+            &["'ten'", "--seeds", "see 'vlm-eval run --help'"],
+        ),
+        (
+            &["bench", "env", "--steps"],
+            &["--steps", "see 'vlm-eval bench env --help'"],
+        ),
+        (
+            &["env", "trace", "--steps", "-3"],
+            &["-3", "see 'vlm-eval env trace --help'"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let out = vlm_eval(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: '{n}' not in {err}");
+        }
+    }
+    // Help still prints in full, and exits 0.
+    let out = vlm_eval(&["run", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).lines().count() > 10);
+}
+
 #[test]
 fn wrong_or_unreadable_asset_files_are_rejected() {
     let dir = std::env::temp_dir().join(format!("vlm-eval-bad-assets-{}", std::process::id()));

@@ -26,6 +26,7 @@ mod report;
 pub mod run;
 mod serve_env;
 pub mod table;
+pub mod usage;
 pub mod view;
 
 pub use error::{CliError, EXIT_USAGE};

@@ -1,20 +1,21 @@
 //! The binary's env commands: bad input gives one-line errors with exit code 2 (never a
 //! panic), and traces are identical across processes.
 
-use std::process::{Command, Output};
+mod support;
 
+use std::process::Output;
+
+/// The binary with an empty texture cache, no `$CRAFTER_ASSETS` and no download: bad-input
+/// tests never fetch textures (tests/textures.rs covers fetching).
 fn vlm_eval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-        .args(args)
-        .env(
-            "VLM_EVAL_CACHE",
-            std::env::temp_dir().join("vlm-eval-test-empty-cache"),
-        )
-        .env_remove("CRAFTER_ASSETS")
-        // Bad-input tests: never download textures (tests/textures.rs covers fetching).
-        .env("VLM_EVAL_NO_FETCH", "1")
-        .output()
-        .expect("run vlm-eval")
+    // Never created: an absent cache is an empty one.
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-cache");
+    let cache = cache.to_str().unwrap();
+    support::run(
+        args,
+        &["CRAFTER_ASSETS"],
+        &[("VLM_EVAL_CACHE", cache), ("VLM_EVAL_NO_FETCH", "1")],
+    )
 }
 
 fn assert_usage_error(args: &[&str], needle: &str) {
@@ -93,8 +94,7 @@ fn flag_errors_from_clap_are_one_line() {
 
 #[test]
 fn wrong_or_unreadable_asset_files_are_rejected() {
-    let dir = std::env::temp_dir().join(format!("vlm-eval-bad-assets-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::fresh_dir("cli-bad-assets");
     std::fs::write(dir.join("cow.png"), b"not a png").unwrap();
     let out = vlm_eval(&[
         "env",

@@ -2,6 +2,8 @@
 //! output, provider quirk flags shape the requests, budgets stop runs cleanly, and a warm
 //! response cache replays a run without a single request.
 
+mod support;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -47,10 +49,9 @@ async fn server() -> (String, Shared) {
 }
 
 async fn vlm_eval(args: &[&str], key: Option<&str>) -> std::process::Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
-    cmd.args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL");
+    // support::command() leaves the OpenAI variables out.
+    let mut cmd = tokio::process::Command::from(support::command());
+    cmd.args(args);
     if let Some(k) = key {
         cmd.env("OPENAI_API_KEY", k);
     }
@@ -69,9 +70,7 @@ fn all_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("vlm-eval-opts-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    support::scratch(&format!("opts-{name}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

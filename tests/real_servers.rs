@@ -5,6 +5,8 @@
 //! tries), budgets that count the same spend, run names that stay inside `--out`, a prompt
 //! folder without templates, and auth hints.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -66,9 +68,7 @@ async fn serve(app: Router) -> String {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("vlm-eval-real-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    support::scratch(&format!("real-{name}"))
 }
 
 fn request() -> ChatRequest {

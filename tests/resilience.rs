@@ -3,6 +3,8 @@
 //! near the server's capacity), and faults (5xx bursts, hangs, resets, truncated bodies, long
 //! `Retry-After`, turn deadlines) through `OpenAiModel::chat` and through a full run.
 
+mod support;
+
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -123,10 +125,7 @@ fn run_options(seeds: std::ops::Range<i64>, turns: u32, concurrency: usize) -> R
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("vlm-eval-resilience-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    support::scratch(&format!("resilience-{name}"))
 }
 
 /// Every `episode.json` and trajectory line of a run folder, parsed (panics on a torn file).

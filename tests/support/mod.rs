@@ -60,6 +60,14 @@ pub fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A path `name` under the tests' scratch folder that does not exist yet (removed if a previous
+/// run left it), for commands that create their own output folder.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 /// Chromium from $CHROMIUM or PATH; None (with the reason printed) when absent, unless $CI is
 /// set, where its absence is a failure.
 pub fn chromium() -> Option<PathBuf> {

@@ -39,12 +39,14 @@ def test_help(args):
 
 
 def test_bad_flag_exits_2():
-    """Exit 2 with the error on the first line (clap's own message, as the cargo binary gives:
-    the error line, then its usage line and a --help hint)."""
+    """Exit 2 with one line, as the cargo binary gives: clap's error, its tip if any, and the
+    subcommand's --help to read."""
     out = run("--no-such-flag")
     assert out.returncode == 2, (out.returncode, out.stderr)
     lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, out.stderr
     assert lines[0].startswith("error:") and "--no-such-flag" in lines[0], out.stderr
+    assert "--help" in lines[0], out.stderr
     assert out.stdout == ""
 
 

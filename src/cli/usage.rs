@@ -62,7 +62,13 @@ pub fn one_line(rendered: &str, command: &str) -> String {
         .find_map(|l| l.strip_prefix("tip: "))
         .map(|t| format!(" ({t})"))
         .unwrap_or_default();
-    format!("{first}{tip}; see '{command} --help'")
+    // An enum flag's choices (`[possible values: all, sent, none]`) stay on the line.
+    let values = lines
+        .iter()
+        .find(|l| l.starts_with("[possible values:"))
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    format!("{first}{values}{tip}; see '{command} --help'")
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@ struct Sprite {
     data: Vec<u8>,
     /// For an RGBA sprite, per pixel what `_draw_alpha` does with it (empty for RGB).
     blend: Vec<Blend>,
+    /// The first three channels as planes in column order, `[c][x][y]`: a night frame copies a
+    /// bare material cell from here a column at a time.
+    planar: Vec<u8>,
 }
 
 /// How one RGBA pixel blends over the canvas, worked out once per sprite: with alpha 255 the
@@ -56,12 +59,21 @@ impl Sprite {
         } else {
             Vec::new()
         };
+        let mut planar = vec![0; 3 * w * h];
+        for c in 0..3 {
+            for x in 0..w {
+                for y in 0..h {
+                    planar[(c * w + x) * h + y] = data[(y * w + x) * channels + c];
+                }
+            }
+        }
         Sprite {
             w,
             h,
             channels,
             data,
             blend,
+            planar,
         }
     }
 }
@@ -178,6 +190,9 @@ impl Light {
     }
 }
 
+/// Pixels a night frame shades at a time.
+const B: usize = 64;
+
 /// Per-frame constants of a night frame's shading (`_noise` blended in with the vignette,
 /// then `_light`, then `_sleep`).
 struct NightShade {
@@ -186,6 +201,8 @@ struct NightShade {
     sleeping: bool,
     /// Height of the local view in pixels (the planes are [x][y] with this stride).
     h: usize,
+    /// Width of the local view in pixels.
+    w: usize,
     border: [usize; 2],
     out_w: usize,
 }
@@ -194,6 +211,15 @@ impl NightShade {
     /// Shade the planar composed pixels into `out`, with AVX2 where the CPU has it (the same
     /// IEEE operations in the same order, only more lanes at a time, so the same bytes).
     fn apply(&self, planes: &[u8], vignette: &[f64], noise: &[f64], out: &mut [u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+        {
+            // SAFETY: the CPU supports these (checked just above).
+            return unsafe { self.apply_avx512(planes, vignette, noise, out) };
+        }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
@@ -208,75 +234,126 @@ impl NightShade {
         self.apply_body(planes, vignette, noise, out);
     }
 
-    /// Works on planar channels in the noise's [x][y] order, in blocks the compiler can
-    /// vectorise; every value is in 0..=255 before each truncation, so the unchecked
-    /// conversions are exact.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    unsafe fn apply_avx512(&self, planes: &[u8], vignette: &[f64], noise: &[f64], out: &mut [u8]) {
+        self.apply_body(planes, vignette, noise, out);
+    }
+
+    /// One block of `B` pixels, each packed as the little-endian bytes R, G, B, 0 of a u32; every
+    /// loop has a constant trip count, so the compiler vectorises all of it. Every value is in
+    /// 0..=255 before each truncation, so the unchecked conversions are exact.
     #[inline(always)]
     #[allow(clippy::needless_range_loop)] // index loops over fixed blocks vectorise well
+    fn shade_block(
+        &self,
+        c: [[u8; B]; 3],
+        vignette: &[f64; B],
+        noise: &[f64; B],
+        res: &mut [u32; B],
+    ) {
+        let (amount, dl) = (self.amount, self.daylight);
+        let mut n = [[0i32; B]; 3];
+        for ch in 0..3 {
+            for j in 0..B {
+                let mask = amount * vignette[j];
+                let v = (1.0 - mask) * c[ch][j] as f64 + mask * noise[j];
+                // SAFETY: v is a convex mix of values in [0, 127] and [0, 255].
+                n[ch][j] = unsafe { v.to_int_unchecked::<i32>() };
+            }
+        }
+        let mut l = [0i32; B];
+        for j in 0..B {
+            l[j] = (n[0][j] * 19595 + n[1][j] * 38470 + n[2][j] * 7471 + 0x8000) >> 16;
+        }
+        let mut px = [[0f64; B]; 3];
+        for ch in 0..3 {
+            let tint = [0.0, 16.0, 64.0][ch];
+            for j in 0..B {
+                let col = l[j] as f32 + 0.4f32 * (n[ch][j] - l[j]) as f32;
+                // SAFETY: col lies between l and n, both in 0..=255.
+                let col = unsafe { col.to_int_unchecked::<i32>() };
+                let t = 0.5 * col as f64 + 0.5 * tint;
+                px[ch][j] = dl * c[ch][j] as f64 + (1.0 - dl) * t;
+            }
+        }
+        if self.sleeping {
+            for j in 0..B {
+                // SAFETY: px values are convex mixes of values in 0..=255.
+                // (Indexing per channel: `px.map` would copy all three blocks per pixel.)
+                let q = [0, 1, 2].map(|ch| unsafe { px[ch][j].to_int_unchecked::<i32>() });
+                let g = ((q[0] * 19595 + q[1] * 38470 + q[2] * 7471 + 0x8000) >> 16) as f64;
+                px[0][j] = 0.5 * g;
+                px[1][j] = 0.5 * g;
+                px[2][j] = 0.5 * g + 0.5 * 16.0;
+            }
+        }
+        for j in 0..B {
+            // SAFETY: as above, values are in 0..=255.
+            let q = [0, 1, 2].map(|ch| unsafe { px[ch][j].to_int_unchecked::<i32>() } as u32);
+            res[j] = q[0] | (q[1] << 8) | (q[2] << 16);
+        }
+    }
+
+    /// Works on planar channels in the noise's [x][y] order, a block of `B` pixels at a time
+    /// ([`NightShade::shade_block`]), then writes each block down the frame's columns.
+    #[inline(always)]
     fn apply_body(&self, planes: &[u8], vignette: &[f64], noise: &[f64], out: &mut [u8]) {
         let n_px = planes.len() / 3;
-        let (amount, dl, h) = (self.amount, self.daylight, self.h);
+        let h = self.h;
         let [bx, by] = self.border;
         let out_w = self.out_w;
-        const B: usize = 64;
         let (mut k0, mut x, mut y) = (0, 0, 0);
+        let mut res = [0u32; B];
         while k0 < n_px {
             let len = B.min(n_px - k0);
-            let mut res = [[0u8; B]; 3];
-            let mut n = [[0i32; B]; 3];
-            for ch in 0..3 {
-                let c = &planes[ch * n_px + k0..ch * n_px + k0 + len];
-                for j in 0..len {
-                    let mask = amount * vignette[k0 + j];
-                    let v = (1.0 - mask) * c[j] as f64 + mask * noise[k0 + j];
-                    // SAFETY: v is a convex mix of values in [0, 127] and [0, 255].
-                    n[ch][j] = unsafe { v.to_int_unchecked::<i32>() };
+            let block = |ch: usize| &planes[ch * n_px + k0..ch * n_px + k0 + len];
+            if len == B {
+                let full = |v: &[u8]| -> [u8; B] { v.try_into().expect("a whole block") };
+                self.shade_block(
+                    [full(block(0)), full(block(1)), full(block(2))],
+                    vignette[k0..k0 + B].try_into().expect("a whole block"),
+                    noise[k0..k0 + B].try_into().expect("a whole block"),
+                    &mut res,
+                );
+            } else {
+                // The last block, padded with zeros (whose results are not written).
+                let mut c = [[0u8; B]; 3];
+                let (mut vg, mut nz) = ([0f64; B], [0f64; B]);
+                for (ch, c) in c.iter_mut().enumerate() {
+                    c[..len].copy_from_slice(block(ch));
                 }
+                vg[..len].copy_from_slice(&vignette[k0..k0 + len]);
+                nz[..len].copy_from_slice(&noise[k0..k0 + len]);
+                self.shade_block(c, &vg, &nz, &mut res);
             }
-            let mut l = [0i32; B];
-            for j in 0..len {
-                l[j] = (n[0][j] * 19595 + n[1][j] * 38470 + n[2][j] * 7471 + 0x8000) >> 16;
-            }
-            let mut px = [[0f64; B]; 3];
-            for ch in 0..3 {
-                let tint = [0.0, 16.0, 64.0][ch];
-                let c = &planes[ch * n_px + k0..ch * n_px + k0 + len];
-                for j in 0..len {
-                    let col = l[j] as f32 + 0.4f32 * (n[ch][j] - l[j]) as f32;
-                    // SAFETY: col lies between l and n, both in 0..=255.
-                    let col = unsafe { col.to_int_unchecked::<i32>() };
-                    let t = 0.5 * col as f64 + 0.5 * tint;
-                    px[ch][j] = dl * c[j] as f64 + (1.0 - dl) * t;
-                }
-            }
-            if self.sleeping {
-                for j in 0..len {
-                    // SAFETY: px values are convex mixes of values in 0..=255.
-                    // (Indexing per channel: `px.map` would copy all three blocks per pixel.)
-                    let q = [0, 1, 2].map(|ch| unsafe { px[ch][j].to_int_unchecked::<i32>() });
-                    let g = ((q[0] * 19595 + q[1] * 38470 + q[2] * 7471 + 0x8000) >> 16) as f64;
-                    px[0][j] = 0.5 * g;
-                    px[1][j] = 0.5 * g;
-                    px[2][j] = 0.5 * g + 0.5 * 16.0;
-                }
-            }
-            for ch in 0..3 {
-                for j in 0..len {
-                    // SAFETY: as above, values are in 0..=255.
-                    res[ch][j] = unsafe { px[ch][j].to_int_unchecked::<i32>() } as u8;
-                }
-            }
-            // Column runs: down one column of the frame, a row's stride apart.
+            // Column runs: down one column of the frame, a row's stride apart. A pixel is stored
+            // as 4 bytes, the 4th landing on the next pixel of its row, which is written later
+            // (columns go left to right); the local view's last column, whose next byte is not
+            // the view's, is stored as 3 bytes.
             let stride = out_w * 3;
             let mut j = 0;
             while j < len {
                 let run = (h - y).min(len - j);
                 let first = ((by + y) * out_w + bx + x) * 3;
-                let col = &mut out[first..first + (run - 1) * stride + 3];
-                for (r, px) in col.chunks_mut(stride).enumerate() {
-                    px[0] = res[0][j + r];
-                    px[1] = res[1][j + r];
-                    px[2] = res[2][j + r];
+                let pixels = &res[j..j + run];
+                if x + 1 < self.w {
+                    // Slice to the 4th byte of the last store: the next column's pixel.
+                    let col = &mut out[first..first + (run - 1) * stride + 4];
+                    let base = col.as_mut_ptr();
+                    for (r, &p) in pixels.iter().enumerate() {
+                        // SAFETY: r * stride + 4 <= (run - 1) * stride + 4 = col.len().
+                        unsafe {
+                            base.add(r * stride)
+                                .cast::<[u8; 4]>()
+                                .write_unaligned(p.to_le_bytes())
+                        };
+                    }
+                } else {
+                    let col = &mut out[first..first + (run - 1) * stride + 3];
+                    for (r, &p) in pixels.iter().enumerate() {
+                        col[r * stride..r * stride + 3].copy_from_slice(&p.to_le_bytes()[..3]);
+                    }
                 }
                 j += run;
                 y += run;
@@ -287,6 +364,30 @@ impl NightShade {
             }
             k0 += len;
         }
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the few bytes of a cell's column: 4 to 16 bytes as two
+/// overlapping word copies (the head and the tail), since a `memcpy` call per column cost more
+/// than the copy itself.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if (4..=8).contains(&n) {
+        let (head, tail) = (&src[..4], &src[n - 4..]);
+        let (head, tail) = (
+            u32::from_ne_bytes([head[0], head[1], head[2], head[3]]),
+            u32::from_ne_bytes([tail[0], tail[1], tail[2], tail[3]]),
+        );
+        dst[..4].copy_from_slice(&head.to_ne_bytes());
+        dst[n - 4..].copy_from_slice(&tail.to_ne_bytes());
+    } else if (8..=16).contains(&n) {
+        let word = |b: &[u8]| u64::from_ne_bytes(std::array::from_fn(|i| b[i]));
+        let (head, tail) = (word(&src[..8]), word(&src[n - 8..]));
+        dst[..8].copy_from_slice(&head.to_ne_bytes());
+        dst[n - 8..].copy_from_slice(&tail.to_ne_bytes());
+    } else {
+        dst.copy_from_slice(src);
     }
 }
 
@@ -541,21 +642,29 @@ impl Renderer {
             for gy in 0..self.grid[1] {
                 for gx in 0..self.grid[0] {
                     let (slot, obj) = self.cell(world, gx, gy);
-                    // A bare material cell is its sprite's RGB: read it in place.
-                    let (src, stride): (&[u8], usize) = if obj == 0 && slot != OUTSIDE {
-                        let s = &self.materials[slot];
-                        (&s.data, s.channels)
-                    } else {
-                        self.compose(world, slot, obj, &mut buf);
-                        (&buf, 3)
-                    };
+                    let k0 = gx * ux * h + gy * uy;
+                    if obj == 0 && slot != OUTSIDE {
+                        // A bare material cell is its sprite's RGB, already in column order.
+                        let p = &self.materials[slot].planar;
+                        for (plane, src) in [&mut *cr, &mut *cg, &mut *cb]
+                            .into_iter()
+                            .zip(p.chunks_exact(ux * uy))
+                        {
+                            for (xx, column) in src.chunks_exact(uy).enumerate() {
+                                let k = k0 + xx * h;
+                                copy_short(&mut plane[k..k + uy], column);
+                            }
+                        }
+                        continue;
+                    }
+                    self.compose(world, slot, obj, &mut buf);
                     for xx in 0..ux {
-                        let k = (gx * ux + xx) * h + gy * uy;
+                        let k = k0 + xx * h;
                         for yy in 0..uy {
-                            let i = (yy * ux + xx) * stride;
-                            cr[k + yy] = src[i];
-                            cg[k + yy] = src[i + 1];
-                            cb[k + yy] = src[i + 2];
+                            let i = (yy * ux + xx) * 3;
+                            cr[k + yy] = buf[i];
+                            cg[k + yy] = buf[i + 1];
+                            cb[k + yy] = buf[i + 2];
                         }
                     }
                 }
@@ -568,6 +677,7 @@ impl Renderer {
             daylight: light.daylight,
             sleeping: light.sleeping,
             h,
+            w: self.grid[0] * ux,
             border: self.border,
             out_w: self.size[0],
         };

@@ -4,7 +4,8 @@
 //! (PyO3/maturin#368), so this script either copies the binary named by `$VLM_EVAL_CLI_BIN`
 //! or builds it with a nested `cargo build --release --bin vlm-eval` on the workspace manifest,
 //! in a target folder of its own (`<target>/vlm-eval-cli`, so it never waits on the lock of the
-//! outer build). Without the feature (clippy, `cargo check`) it does nothing.
+//! outer build). Either way the packed command has no symbols (a copy is run through `strip`).
+//! Without the feature (clippy, `cargo check`) it does nothing.
 
 use std::env;
 use std::fs;
@@ -29,6 +30,7 @@ fn main() {
     // Rerun when the copy is gone (a clean checkout, `git clean`) or was touched.
     println!("cargo:rerun-if-changed={}", dest.display());
 
+    let given_bin = env::var_os("VLM_EVAL_CLI_BIN").is_some_and(|v| !v.is_empty());
     let bin = match env::var_os("VLM_EVAL_CLI_BIN").filter(|v| !v.is_empty()) {
         Some(given) => {
             let given = PathBuf::from(given);
@@ -71,6 +73,9 @@ fn main() {
         ))
     });
     set_executable(&tmp);
+    if given_bin {
+        strip_copy(&tmp);
+    }
     // The copy keeps the binary's modification time (as `cp -p`), so the rerun-if-changed on it
     // does not see a file newer than this run and rerun the script on every build.
     if let Ok(mtime) = fs::metadata(&bin).and_then(|m| m.modified()) {
@@ -166,6 +171,29 @@ fn build_cli(root: &Path) -> PathBuf {
     bin.push("release");
     bin.push(format!("vlm-eval{}", env::consts::EXE_SUFFIX));
     bin
+}
+
+/// Strip the symbols and debug information from the copy of a given binary (cargo's release
+/// profile keeps line tables), as the nested build does with `strip = "symbols"`: the wheel's
+/// command is then a few MB, not tens. `$STRIP` names the tool (default `strip`); where it is
+/// missing or fails the copy is packed as it is, with a warning.
+fn strip_copy(path: &Path) {
+    println!("cargo:rerun-if-env-changed=STRIP");
+    let tool = env::var_os("STRIP")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "strip".into());
+    match Command::new(&tool).arg(path).status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => println!(
+            "cargo:warning={} {} failed ({s}); the wheel's CLI keeps its symbols",
+            tool.to_string_lossy(),
+            path.display()
+        ),
+        Err(e) => println!(
+            "cargo:warning=cannot run {} ({e}); the wheel's CLI keeps its symbols (install binutils or set STRIP)",
+            tool.to_string_lossy()
+        ),
+    }
 }
 
 #[cfg(unix)]

@@ -148,10 +148,38 @@ fn case_x8(xi: __m512d, yi: __m512d, zi: __m512d, in_sum: __m512d) -> __m256i {
     )
 }
 
+/// `out[i] = noise3(x[i], y[i], z)` for all the points, eight at a time (the last block
+/// padded), in one function so the kernel is inlined and its tables stay loaded across blocks.
+/// The caller checks that every coordinate fits the kernel's `i32` lattice.
+///
+/// # Safety
+/// The CPU must have what [`available`] checks.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
+pub(super) unsafe fn noise3_many_x8(n: &OpenSimplex, x: &[f64], y: &[f64], z: f64, out: &mut [f64]) {
+    let whole = out.len() / 8 * 8;
+    for k in (0..whole).step_by(8) {
+        let xs: &[f64; 8] = x[k..k + 8].try_into().expect("eight points");
+        let ys: &[f64; 8] = y[k..k + 8].try_into().expect("eight points");
+        // SAFETY: the caller's CPU has what the kernel needs.
+        let v = unsafe { noise3_x8(n, xs, ys, z) };
+        out[k..k + 8].copy_from_slice(&v);
+    }
+    if whole < out.len() {
+        let rest = out.len() - whole;
+        let (mut xs, mut ys) = ([0.0; 8], [0.0; 8]);
+        xs[..rest].copy_from_slice(&x[whole..]);
+        ys[..rest].copy_from_slice(&y[whole..]);
+        // SAFETY: as above.
+        let v = unsafe { noise3_x8(n, &xs, &ys, z) };
+        out[whole..].copy_from_slice(&v[..rest]);
+    }
+}
+
 /// `noise3(x[i], y[i], z)` for eight points.
 ///
 /// # Safety
 /// The CPU must have what [`available`] checks.
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
 pub(super) unsafe fn noise3_x8(n: &OpenSimplex, x: &[f64; 8], y: &[f64; 8], z: f64) -> [f64; 8] {
     // SAFETY: eight-lane loads from eight-element arrays.

@@ -9,6 +9,10 @@ use super::world::{Kind, Object, World};
 /// then mountain's two.
 const FIELDS: [(f64, f64); 5] = [(8.0, 3.0), (3.0, 15.0), (3.0, 5.0), (0.0, 15.0), (0.0, 5.0)];
 
+/// Where a field reads the noise at cell `(x, y)`, before the division by its size: a function
+/// of `x` and one of `y`.
+type Input = (fn(f64) -> f64, fn(f64) -> f64);
+
 /// One noise field over the cells that need it, in the cell loop's [x][y] order (`NaN` where
 /// not needed), through [`OpenSimplex::noise3_many`] (eight points per instruction where the
 /// CPU has AVX-512; one field at a time otherwise, whose branches are then mostly predicted).
@@ -20,8 +24,9 @@ fn field(
     [w, h]: [i32; 2],
     need: impl Fn(usize) -> bool,
     (z, size): (f64, f64),
-    input: impl Fn(f64, f64) -> (f64, f64),
+    input: Input,
 ) -> Vec<f64> {
+    let (cols, rows) = axes([w, h], size, input);
     let cells = (w * h) as usize;
     let (mut xs, mut ys, mut at) = (
         Vec::with_capacity(cells),
@@ -29,13 +34,11 @@ fn field(
         Vec::with_capacity(cells),
     );
     let mut i = 0;
-    for x in 0..w {
-        for y in 0..h {
+    for &cx in &cols {
+        for &ry in &rows {
             if need(i) {
-                // The point crafter's `_simplex(x, y, z, {size: 1})` reads: `x / size`, `y / size`.
-                let (mx, my) = input(x as f64, y as f64);
-                xs.push(mx / size);
-                ys.push(my / size);
+                xs.push(cx);
+                ys.push(ry);
                 at.push(i);
             }
             i += 1;
@@ -50,6 +53,33 @@ fn field(
     out
 }
 
+/// The point crafter's `_simplex(x, y, z, {size: 1})` reads at a cell, `(fx(x) / size,
+/// fy(y) / size)`, worked out once per column and once per row: each coordinate depends on one
+/// axis only, so these are the same operations on the same values as per cell.
+fn axes([w, h]: [i32; 2], size: f64, (fx, fy): Input) -> (Vec<f64>, Vec<f64>) {
+    (
+        (0..w).map(|x| fx(x as f64) / size).collect(),
+        (0..h).map(|y| fy(y as f64) / size).collect(),
+    )
+}
+
+/// Field input at the cell itself.
+const AT_CELL: Input = (|x| x, |y| y);
+
+/// A noise field read at every cell, straight into the field.
+fn full_field(noise: &OpenSimplex, [w, h]: [i32; 2], (z, size): (f64, f64)) -> Vec<f64> {
+    let (cols, rows) = axes([w, h], size, AT_CELL);
+    let cells = (w * h) as usize;
+    let (mut xs, mut ys) = (Vec::with_capacity(cells), Vec::with_capacity(cells));
+    for &cx in &cols {
+        xs.extend(std::iter::repeat_n(cx, rows.len()));
+        ys.extend_from_slice(&rows);
+    }
+    let mut out = vec![0.0; cells];
+    noise.noise3_many(&xs, &ys, z, &mut out);
+    out
+}
+
 /// Fill an empty world around the player (already added as id 1 at the centre); returns the
 /// OpenSimplex seed drawn.
 pub fn generate(world: &mut World) -> i64 {
@@ -59,9 +89,7 @@ pub fn generate(world: &mut World) -> i64 {
     let [px, py] = world.player_pos();
     let cells = (w * h) as usize;
     let mut tunnels = vec![false; cells];
-    let all = |_: usize| true;
-    let [n_start, w15, w5, m15, m5] =
-        FIELDS.map(|zs| field(&noise, [w, h], all, zs, |x, y| (x, y)));
+    let [n_start, w15, w5, m15, m5] = FIELDS.map(|zs| full_field(&noise, [w, h], zs));
 
     // Spawn area, water and mountain per cell, exactly as crafter computes them.
     let mut start = vec![0.0; cells];
@@ -89,52 +117,46 @@ pub fn generate(world: &mut World) -> i64 {
     // The fields read before any RNG draw decides what comes next, each over exactly the
     // cells whose earlier comparisons reach it (crafter's `and`/`or` short-circuits).
     let hills = |i: usize| start[i] <= 0.5 && mountain[i] > 0.15;
-    let cave = field(&noise, [w, h], hills, (6.0, 7.0), |x, y| (x, y));
+    let cave = field(&noise, [w, h], hills, (6.0, 7.0), AT_CELL);
     let is_cave = |i: usize| cave[i] > 0.15 && mountain[i] > 0.3;
     let tunnel_a = field(
         &noise,
         [w, h],
         |i| hills(i) && !is_cave(i),
         (7.0, 3.0),
-        |x, y| (2.0 * x, y / 5.0),
+        (|x| 2.0 * x, |y| y / 5.0),
     );
     let tunnel_b = field(
         &noise,
         [w, h],
         |i| hills(i) && !is_cave(i) && tunnel_a[i] <= 0.4,
         (7.0, 3.0),
-        |x, y| (x / 5.0, 2.0 * y),
+        (|x| x / 5.0, |y| 2.0 * y),
     );
     let is_tunnel = |i: usize| tunnel_a[i] > 0.4 || tunnel_b[i] > 0.4;
     let ore = |i: usize| hills(i) && !is_cave(i) && !is_tunnel(i);
-    let coal = field(&noise, [w, h], ore, (1.0, 8.0), |x, y| (x, y));
+    let coal = field(&noise, [w, h], ore, (1.0, 8.0), AT_CELL);
     // Iron's and lava's fields are read only after a draw has failed, so crafter reads them
     // at fewer cells; computing them at every cell that may reach them is still cheaper than
     // one call at a time, and reading a value changes nothing.
-    let iron = field(&noise, [w, h], ore, (2.0, 6.0), |x, y| (x, y));
+    let iron = field(&noise, [w, h], ore, (2.0, 6.0), AT_CELL);
     let lava = field(
         &noise,
         [w, h],
         |i| ore(i) && mountain[i] > 0.3,
         (6.0, 5.0),
-        |x, y| (x, y),
+        AT_CELL,
     );
     let band = |i: usize| 0.25 < water[i] && water[i] <= 0.35;
     let low = |i: usize| start[i] <= 0.5 && mountain[i] <= 0.15;
-    let sand = field(
-        &noise,
-        [w, h],
-        |i| low(i) && band(i),
-        (4.0, 9.0),
-        |x, y| (x, y),
-    );
+    let sand = field(&noise, [w, h], |i| low(i) && band(i), (4.0, 9.0), AT_CELL);
     let is_sand = |i: usize| band(i) && sand[i] > -0.2;
     let tree = field(
         &noise,
         [w, h],
         |i| low(i) && !is_sand(i) && water[i] <= 0.3,
         (5.0, 7.0),
-        |x, y| (x, y),
+        AT_CELL,
     );
 
     // The cell loop: crafter's branches in crafter's order, with the game RNG drawn exactly

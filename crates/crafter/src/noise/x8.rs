@@ -155,7 +155,13 @@ fn case_x8(xi: __m512d, yi: __m512d, zi: __m512d, in_sum: __m512d) -> __m256i {
 /// # Safety
 /// The CPU must have what [`available`] checks.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
-pub(super) unsafe fn noise3_many_x8(n: &OpenSimplex, x: &[f64], y: &[f64], z: f64, out: &mut [f64]) {
+pub(super) unsafe fn noise3_many_x8(
+    n: &OpenSimplex,
+    x: &[f64],
+    y: &[f64],
+    z: f64,
+    out: &mut [f64],
+) {
     let whole = out.len() / 8 * 8;
     for k in (0..whole).step_by(8) {
         let xs: &[f64; 8] = x[k..k + 8].try_into().expect("eight points");

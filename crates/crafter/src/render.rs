@@ -153,10 +153,12 @@ fn luma(r: u8, g: u8, b: u8) -> u8 {
     ((r as u32 * 19595 + g as u32 * 38470 + b as u32 * 7471 + 0x8000) >> 16) as u8
 }
 
-/// Pillow's `Image.blend(gray, img, alpha)` for one channel, in float32.
+/// Pillow's `Image.blend(gray, img, alpha)` for one channel, in float32 (`alpha` in 0..=1).
 #[inline]
 fn blend(gray: u8, v: u8, alpha: f32) -> u8 {
-    (gray as f32 + alpha * (v as i32 - gray as i32) as f32) as u8
+    let b = gray as f32 + alpha * (v as i32 - gray as i32) as f32;
+    // SAFETY: a convex mix of two bytes lies in 0..=255, so the truncation is in range.
+    unsafe { b.to_int_unchecked::<i32>() as u8 }
 }
 
 /// crafter's `_light` (+ `_sleep`) for one pixel: `c` is the composed colour, `n` the colour
@@ -182,11 +184,14 @@ impl Light {
             let t = 0.5 * col as f64 + 0.5 * TINT[ch];
             px[ch] = dl * c[ch] as f64 + (1.0 - dl) * t;
         }
+        // SAFETY (both truncations): `dl` is in 0..=1 and every term a convex mix of values in
+        // 0..=255, so each value lies in 0..=255 and the plain truncation is `as u8`'s.
+        let byte = |v: f64| unsafe { v.to_int_unchecked::<i32>() as u8 };
         if self.sleeping {
-            let g = luma(px[0] as u8, px[1] as u8, px[2] as u8) as f64;
+            let g = luma(byte(px[0]), byte(px[1]), byte(px[2])) as f64;
             px = [0.5 * g, 0.5 * g, 0.5 * g + 0.5 * 16.0];
         }
-        px.map(|v| v as u8)
+        px.map(byte)
     }
 }
 
@@ -367,27 +372,25 @@ impl NightShade {
     }
 }
 
-/// `dst.copy_from_slice(src)` for the few bytes of a cell's column: 4 to 16 bytes as two
-/// overlapping word copies (the head and the tail), since a `memcpy` call per column cost more
-/// than the copy itself.
+/// `dst.copy_from_slice(src)` for the few bytes of a cell's column or row: 4 to 32 bytes as
+/// two overlapping word copies (the head and the tail), since a `memcpy` call per column or
+/// row cost more than the copy itself.
 #[inline(always)]
 fn copy_short(dst: &mut [u8], src: &[u8]) {
-    let n = src.len();
-    if (4..=8).contains(&n) {
-        let (head, tail) = (&src[..4], &src[n - 4..]);
-        let (head, tail) = (
-            u32::from_ne_bytes([head[0], head[1], head[2], head[3]]),
-            u32::from_ne_bytes([tail[0], tail[1], tail[2], tail[3]]),
-        );
-        dst[..4].copy_from_slice(&head.to_ne_bytes());
-        dst[n - 4..].copy_from_slice(&tail.to_ne_bytes());
-    } else if (8..=16).contains(&n) {
-        let word = |b: &[u8]| u64::from_ne_bytes(std::array::from_fn(|i| b[i]));
-        let (head, tail) = (word(&src[..8]), word(&src[n - 8..]));
-        dst[..8].copy_from_slice(&head.to_ne_bytes());
-        dst[n - 8..].copy_from_slice(&tail.to_ne_bytes());
-    } else {
-        dst.copy_from_slice(src);
+    macro_rules! head_tail {
+        ($t:ty, $w:literal) => {{
+            let n = src.len();
+            let word = |b: &[u8]| <$t>::from_ne_bytes(std::array::from_fn(|i| b[i]));
+            let (head, tail) = (word(&src[..$w]), word(&src[n - $w..]));
+            dst[..$w].copy_from_slice(&head.to_ne_bytes());
+            dst[n - $w..].copy_from_slice(&tail.to_ne_bytes());
+        }};
+    }
+    match src.len() {
+        4..=8 => head_tail!(u32, 4),
+        9..=16 => head_tail!(u64, 8),
+        17..=32 => head_tail!(u128, 16),
+        _ => dst.copy_from_slice(src),
     }
 }
 
@@ -589,7 +592,19 @@ impl Renderer {
         let mut lit = std::mem::take(&mut self.lit);
         let mut buf = std::mem::take(&mut self.cell_buf);
         let mut valid = [false; OUTSIDE + 1];
+        // Lit colours of this frame, by colour (textures have few): one `Light::apply` per colour.
         let mut memo = [(u32::MAX, [0u8; 3]); 256];
+        let mut light_cell = |cell: &mut [u8]| {
+            for px in cell.chunks_exact_mut(3) {
+                let c = [px[0], px[1], px[2]];
+                let key = u32::from_le_bytes([c[0], c[1], c[2], 0]);
+                let entry = &mut memo[(key.wrapping_mul(0x9E37_79B1) >> 24) as usize];
+                if entry.0 != key {
+                    *entry = (key, light.apply(c, c));
+                }
+                px.copy_from_slice(&entry.1);
+            }
+        };
         for gy in 0..self.grid[1] {
             for gx in 0..self.grid[0] {
                 let (slot, obj) = self.cell(world, gx, gy);
@@ -597,30 +612,19 @@ impl Renderer {
                     let cached = &mut lit[slot * cell_len..(slot + 1) * cell_len];
                     if !valid[slot] {
                         self.compose(world, slot, 0, cached);
-                        for px in cached.chunks_exact_mut(3) {
-                            let c = [px[0], px[1], px[2]];
-                            px.copy_from_slice(&light.apply(c, c));
-                        }
+                        light_cell(cached);
                         valid[slot] = true;
                     }
                     cached
                 } else {
                     self.compose(world, slot, obj, &mut buf);
-                    for px in buf.chunks_exact_mut(3) {
-                        let c = [px[0], px[1], px[2]];
-                        let key = u32::from_le_bytes([c[0], c[1], c[2], 0]);
-                        let entry = &mut memo[(key.wrapping_mul(0x9E37_79B1) >> 24) as usize];
-                        if entry.0 != key {
-                            *entry = (key, light.apply(c, c));
-                        }
-                        px.copy_from_slice(&entry.1);
-                    }
+                    light_cell(&mut buf);
                     &buf
                 };
                 let (x0, y0) = (self.border[0] + gx * ux, self.border[1] + gy * uy);
                 for (row, line) in src.chunks_exact(ux * 3).enumerate() {
                     let o = ((y0 + row) * out_w + x0) * 3;
-                    out[o..o + ux * 3].copy_from_slice(line);
+                    copy_short(&mut out[o..o + ux * 3], line);
                 }
             }
         }
@@ -718,6 +722,18 @@ impl Renderer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_short_copies_exactly_the_slice() {
+        let src: Vec<u8> = (1..=40).collect();
+        for n in 0..=40 {
+            let mut dst = vec![0u8; 48];
+            copy_short(&mut dst[3..3 + n], &src[..n]);
+            let mut want = vec![0u8; 48];
+            want[3..3 + n].copy_from_slice(&src[..n]);
+            assert_eq!(dst, want, "length {n}");
+        }
+    }
 
     #[test]
     fn nearest_map_accumulates_like_pillow() {

@@ -148,37 +148,170 @@ fn case_x8(xi: __m512d, yi: __m512d, zi: __m512d, in_sum: __m512d) -> __m256i {
     )
 }
 
-/// `out[i] = noise3(x[i], y[i], z)` for all the points, eight at a time (the last block
-/// padded), in one function so the kernel is inlined and its tables stay loaded across blocks.
+/// `out[i] = noise3(x[i], y[i], z)` for all the points, sixteen at a time ([`noise3_x16`]; the
+/// last block padded), in one function so the kernel's tables stay loaded across blocks.
 /// The caller checks that every coordinate fits the kernel's `i32` lattice.
 ///
 /// # Safety
 /// The CPU must have what [`available`] checks.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
-pub(super) unsafe fn noise3_many_x8(
-    n: &OpenSimplex,
-    x: &[f64],
-    y: &[f64],
-    z: f64,
-    out: &mut [f64],
-) {
-    let whole = out.len() / 8 * 8;
-    for k in (0..whole).step_by(8) {
-        let xs: &[f64; 8] = x[k..k + 8].try_into().expect("eight points");
-        let ys: &[f64; 8] = y[k..k + 8].try_into().expect("eight points");
+pub(super) unsafe fn noise3_many_x8(n: &OpenSimplex, x: &[f64], y: &[f64], z: f64, out: &mut [f64]) {
+    const W: usize = 16;
+    let whole = out.len() / W * W;
+    for k in (0..whole).step_by(W) {
+        let xs: &[f64; W] = x[k..k + W].try_into().expect("sixteen points");
+        let ys: &[f64; W] = y[k..k + W].try_into().expect("sixteen points");
         // SAFETY: the caller's CPU has what the kernel needs.
-        let v = unsafe { noise3_x8(n, xs, ys, z) };
-        out[k..k + 8].copy_from_slice(&v);
+        let v = unsafe { noise3_x16(n, xs, ys, z) };
+        out[k..k + W].copy_from_slice(&v);
     }
     if whole < out.len() {
         let rest = out.len() - whole;
-        let (mut xs, mut ys) = ([0.0; 8], [0.0; 8]);
+        let (mut xs, mut ys) = ([0.0; W], [0.0; W]);
         xs[..rest].copy_from_slice(&x[whole..]);
         ys[..rest].copy_from_slice(&y[whole..]);
         // SAFETY: as above.
-        let v = unsafe { noise3_x8(n, &xs, &ys, z) };
+        let v = unsafe { noise3_x16(n, &xs, &ys, z) };
         out[whole..].copy_from_slice(&v[..rest]);
     }
+}
+
+/// Byte lanes 8..16 of `v`, sign-extended, as `f64` (the second group's, in [`noise3_x16`]).
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq")]
+fn bytes_f64_hi(v: __m512i) -> __m512d {
+    let hi = _mm_unpackhi_epi64(_mm512_castsi512_si128(v), _mm512_castsi512_si128(v));
+    _mm512_cvtepi64_pd(_mm512_cvtepi8_epi64(hi))
+}
+
+/// [`noise3_x8`] for sixteen points, two groups of eight: the floating-point work is per
+/// group, as there, while the byte work (the case's table lookups, the lattice hash, the
+/// gradient index) is done once for both, the first group in byte lanes 0..8 and the second
+/// in 8..16. Each lane performs the same operations as in [`noise3_x8`], so the same bits.
+///
+/// # Safety
+/// The CPU must have what [`available`] checks.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
+unsafe fn noise3_x16(n: &OpenSimplex, x: &[f64; 16], y: &[f64; 16], z: f64) -> [f64; 16] {
+    // SAFETY: eight-lane loads inside sixteen-element arrays.
+    let load = |v: &[f64; 16], g: usize| unsafe { _mm512_loadu_pd(v.as_ptr().add(8 * g)) };
+    let (x, y) = ([load(x, 0), load(x, 1)], [load(y, 0), load(y, 1)]);
+    let z = _mm512_set1_pd(z);
+    const FLOOR: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+    // Per group: the honeycomb placement, the super-cell origin, the offsets, the case.
+    let per_group = |g: usize| {
+        let (x, y) = (x[g], y[g]);
+        let stretch = _mm512_mul_pd(
+            _mm512_add_pd(_mm512_add_pd(x, y), z),
+            _mm512_set1_pd(STRETCH),
+        );
+        let (xs, ys, zs) = (
+            _mm512_add_pd(x, stretch),
+            _mm512_add_pd(y, stretch),
+            _mm512_add_pd(z, stretch),
+        );
+        let (xsb, ysb, zsb) = (
+            _mm512_roundscale_pd::<FLOOR>(xs),
+            _mm512_roundscale_pd::<FLOOR>(ys),
+            _mm512_roundscale_pd::<FLOOR>(zs),
+        );
+        let squish = _mm512_mul_pd(
+            _mm512_add_pd(_mm512_add_pd(xsb, ysb), zsb),
+            _mm512_set1_pd(SQUISH),
+        );
+        let d0 = [
+            _mm512_sub_pd(x, _mm512_add_pd(xsb, squish)),
+            _mm512_sub_pd(y, _mm512_add_pd(ysb, squish)),
+            _mm512_sub_pd(z, _mm512_add_pd(zsb, squish)),
+        ];
+        let (xi, yi, zi) = (
+            _mm512_sub_pd(xs, xsb),
+            _mm512_sub_pd(ys, ysb),
+            _mm512_sub_pd(zs, zsb),
+        );
+        let in_sum = _mm512_add_pd(_mm512_add_pd(xi, yi), zi);
+        let case = i32_bytes(case_x8(xi, yi, zi, in_sum));
+        let base = [xsb, ysb, zsb].map(|b| i32_bytes(_mm512_cvtpd_epi32(b)));
+        (d0, case, base)
+    };
+    let (d0_a, case_a, base_a) = per_group(0);
+    let (d0_b, case_b, base_b) = per_group(1);
+    let d0 = [d0_a, d0_b];
+    // Group 0 in byte lanes 0..8, group 1 in 8..16.
+    let join = |a: __m512i, b: __m512i| _mm512_unpacklo_epi64(a, b);
+    let case = join(case_a, case_b);
+    let base = [0, 1, 2].map(|ax| join(base_a[ax], base_b[ax]));
+    // SAFETY: 64-byte loads from the 128-byte case map.
+    let (map0, map1) = unsafe {
+        (
+            _mm512_loadu_si512(COMPACT.0.as_ptr().cast()),
+            _mm512_loadu_si512(COMPACT.0.as_ptr().add(64).cast()),
+        )
+    };
+    let id = _mm512_permutex2var_epi8(map0, case, map1);
+    let (perm, grad24) = (Lut::load(&n.perm), Lut::load(&n.grad24));
+    // SAFETY: 64-byte loads of 64-byte tables.
+    let gradient = GRADIENT_BYTES.map(|t| unsafe { _mm512_loadu_si512(t.as_ptr().cast()) });
+    let k_table = _mm512_setr_pd(K[0], K[1], K[2], K[3], 0.0, 0.0, 0.0, 0.0);
+    let two = _mm512_set1_pd(2.0);
+    // The bytes of group `g` as `f64`.
+    let group_f64 = |v: __m512i, g: usize| if g == 0 { bytes_f64(v) } else { bytes_f64_hi(v) };
+    let group_i64 = |v: __m512i, g: usize| {
+        let lo = _mm512_castsi512_si128(v);
+        _mm512_cvtepi8_epi64(if g == 0 { lo } else { _mm_unpackhi_epi64(lo, lo) })
+    };
+    let mut value = [_mm512_setzero_pd(); 2];
+    for (s, tables) in SLOT_BYTES.iter().enumerate() {
+        // SAFETY: 64-byte loads of 64-byte tables.
+        let lut = |t: usize| unsafe {
+            _mm512_permutexvar_epi8(id, _mm512_loadu_si512(tables[t].as_ptr().cast()))
+        };
+        let kb = lut(9);
+        let o = [lut(0), lut(1), lut(2)];
+        let extra = (s >= 6).then(|| [3, 4, 5, 6, 7, 8].map(lut));
+        let p0 = perm.get(_mm512_add_epi8(base[0], o[0]));
+        let p1 = perm.get(_mm512_add_epi8(p0, _mm512_add_epi8(base[1], o[1])));
+        let gi = grad24.get(_mm512_add_epi8(p1, _mm512_add_epi8(base[2], o[2])));
+        let gb = gradient.map(|t| _mm512_permutexvar_epi8(gi, t));
+        for g in 0..2 {
+            let b = _mm512_permutexvar_pd(group_i64(kb, g), k_table);
+            let d0 = d0[g];
+            // Base slots: `a` is the offset and `c` is 0 (`x - 0.0 == x`, so it is left out).
+            let d = match extra {
+                None => [0, 1, 2]
+                    .map(|ax| _mm512_sub_pd(_mm512_sub_pd(d0[ax], group_f64(o[ax], g)), b)),
+                Some(e) => [0, 1, 2].map(|ax| {
+                    let v = _mm512_sub_pd(d0[ax], group_f64(e[ax], g));
+                    _mm512_sub_pd(_mm512_sub_pd(v, b), group_f64(e[3 + ax], g))
+                }),
+            };
+            let attn = _mm512_sub_pd(
+                _mm512_sub_pd(
+                    _mm512_sub_pd(two, _mm512_mul_pd(d[0], d[0])),
+                    _mm512_mul_pd(d[1], d[1]),
+                ),
+                _mm512_mul_pd(d[2], d[2]),
+            );
+            let gr = gb.map(|v| group_f64(v, g));
+            let ext = _mm512_add_pd(
+                _mm512_add_pd(_mm512_mul_pd(gr[0], d[0]), _mm512_mul_pd(gr[1], d[1])),
+                _mm512_mul_pd(gr[2], d[2]),
+            );
+            let a2 = _mm512_mul_pd(attn, attn);
+            let contrib = _mm512_mul_pd(_mm512_mul_pd(a2, a2), ext);
+            let live = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(attn, _mm512_setzero_pd());
+            value[g] = _mm512_add_pd(value[g], _mm512_maskz_mov_pd(live, contrib));
+        }
+    }
+    let mut out = [0.0f64; 16];
+    let norm = _mm512_set1_pd(NORM);
+    // SAFETY: eight-lane stores inside a sixteen-element array.
+    unsafe {
+        _mm512_storeu_pd(out.as_mut_ptr(), _mm512_div_pd(value[0], norm));
+        _mm512_storeu_pd(out.as_mut_ptr().add(8), _mm512_div_pd(value[1], norm));
+    }
+    out
 }
 
 /// `noise3(x[i], y[i], z)` for eight points.

@@ -148,21 +148,27 @@ fn case_x8(xi: __m512d, yi: __m512d, zi: __m512d, in_sum: __m512d) -> __m256i {
     )
 }
 
-/// `out[i] = noise3(x[i], y[i], z)` for all the points, sixteen at a time ([`noise3_x16`]; the
+/// `out[i] = noise3(x[i], y[i], z)` for all the points, thirty-two at a time ([`noise3_x32`]; the
 /// last block padded), in one function so the kernel's tables stay loaded across blocks.
 /// The caller checks that every coordinate fits the kernel's `i32` lattice.
 ///
 /// # Safety
 /// The CPU must have what [`available`] checks.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
-pub(super) unsafe fn noise3_many_x8(n: &OpenSimplex, x: &[f64], y: &[f64], z: f64, out: &mut [f64]) {
-    const W: usize = 16;
+pub(super) unsafe fn noise3_many_x8(
+    n: &OpenSimplex,
+    x: &[f64],
+    y: &[f64],
+    z: f64,
+    out: &mut [f64],
+) {
+    const W: usize = 32;
     let whole = out.len() / W * W;
     for k in (0..whole).step_by(W) {
-        let xs: &[f64; W] = x[k..k + W].try_into().expect("sixteen points");
-        let ys: &[f64; W] = y[k..k + W].try_into().expect("sixteen points");
+        let xs: &[f64; W] = x[k..k + W].try_into().expect("thirty-two points");
+        let ys: &[f64; W] = y[k..k + W].try_into().expect("thirty-two points");
         // SAFETY: the caller's CPU has what the kernel needs.
-        let v = unsafe { noise3_x16(n, xs, ys, z) };
+        let v = unsafe { noise3_x32(n, xs, ys, z) };
         out[k..k + W].copy_from_slice(&v);
     }
     if whole < out.len() {
@@ -171,32 +177,27 @@ pub(super) unsafe fn noise3_many_x8(n: &OpenSimplex, x: &[f64], y: &[f64], z: f6
         xs[..rest].copy_from_slice(&x[whole..]);
         ys[..rest].copy_from_slice(&y[whole..]);
         // SAFETY: as above.
-        let v = unsafe { noise3_x16(n, &xs, &ys, z) };
+        let v = unsafe { noise3_x32(n, &xs, &ys, z) };
         out[whole..].copy_from_slice(&v[..rest]);
     }
 }
 
-/// Byte lanes 8..16 of `v`, sign-extended, as `f64` (the second group's, in [`noise3_x16`]).
-#[inline]
-#[target_feature(enable = "avx512f,avx512dq")]
-fn bytes_f64_hi(v: __m512i) -> __m512d {
-    let hi = _mm_unpackhi_epi64(_mm512_castsi512_si128(v), _mm512_castsi512_si128(v));
-    _mm512_cvtepi64_pd(_mm512_cvtepi8_epi64(hi))
-}
-
-/// [`noise3_x8`] for sixteen points, two groups of eight: the floating-point work is per
+/// [`noise3_x8`] for thirty-two points, four groups of eight: the floating-point work is per
 /// group, as there, while the byte work (the case's table lookups, the lattice hash, the
-/// gradient index) is done once for both, the first group in byte lanes 0..8 and the second
-/// in 8..16. Each lane performs the same operations as in [`noise3_x8`], so the same bits.
+/// gradient index) is done once for all four, group `g` in byte lanes `8g..8g + 8`. Each lane
+/// performs the same operations as in [`noise3_x8`], so the same bits.
 ///
 /// # Safety
 /// The CPU must have what [`available`] checks.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
-unsafe fn noise3_x16(n: &OpenSimplex, x: &[f64; 16], y: &[f64; 16], z: f64) -> [f64; 16] {
-    // SAFETY: eight-lane loads inside sixteen-element arrays.
-    let load = |v: &[f64; 16], g: usize| unsafe { _mm512_loadu_pd(v.as_ptr().add(8 * g)) };
-    let (x, y) = ([load(x, 0), load(x, 1)], [load(y, 0), load(y, 1)]);
+unsafe fn noise3_x32(n: &OpenSimplex, x: &[f64; 32], y: &[f64; 32], z: f64) -> [f64; 32] {
+    // SAFETY: eight-lane loads inside thirty-two-element arrays.
+    let load = |v: &[f64; 32], g: usize| unsafe { _mm512_loadu_pd(v.as_ptr().add(8 * g)) };
+    let (x, y) = (
+        [0, 1, 2, 3].map(|g| load(x, g)),
+        [0, 1, 2, 3].map(|g| load(y, g)),
+    );
     let z = _mm512_set1_pd(z);
     const FLOOR: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
     // Per group: the honeycomb placement, the super-cell origin, the offsets, the case.
@@ -235,13 +236,16 @@ unsafe fn noise3_x16(n: &OpenSimplex, x: &[f64; 16], y: &[f64; 16], z: f64) -> [
         let base = [xsb, ysb, zsb].map(|b| i32_bytes(_mm512_cvtpd_epi32(b)));
         (d0, case, base)
     };
-    let (d0_a, case_a, base_a) = per_group(0);
-    let (d0_b, case_b, base_b) = per_group(1);
-    let d0 = [d0_a, d0_b];
-    // Group 0 in byte lanes 0..8, group 1 in 8..16.
-    let join = |a: __m512i, b: __m512i| _mm512_unpacklo_epi64(a, b);
-    let case = join(case_a, case_b);
-    let base = [0, 1, 2].map(|ax| join(base_a[ax], base_b[ax]));
+    let groups = [0, 1, 2, 3].map(per_group);
+    let d0 = groups.map(|g| g.0);
+    // Group g in byte lanes 8g..8g + 8.
+    let join = |v: [__m512i; 4]| {
+        let lo = _mm512_unpacklo_epi64(v[0], v[1]);
+        let hi = _mm512_unpacklo_epi64(v[2], v[3]);
+        _mm512_inserti32x4::<1>(lo, _mm512_castsi512_si128(hi))
+    };
+    let case = join(groups.map(|g| g.1));
+    let base = [0, 1, 2].map(|ax| join(groups.map(|g| g.2[ax])));
     // SAFETY: 64-byte loads from the 128-byte case map.
     let (map0, map1) = unsafe {
         (
@@ -255,13 +259,21 @@ unsafe fn noise3_x16(n: &OpenSimplex, x: &[f64; 16], y: &[f64; 16], z: f64) -> [
     let gradient = GRADIENT_BYTES.map(|t| unsafe { _mm512_loadu_si512(t.as_ptr().cast()) });
     let k_table = _mm512_setr_pd(K[0], K[1], K[2], K[3], 0.0, 0.0, 0.0, 0.0);
     let two = _mm512_set1_pd(2.0);
-    // The bytes of group `g` as `f64`.
-    let group_f64 = |v: __m512i, g: usize| if g == 0 { bytes_f64(v) } else { bytes_f64_hi(v) };
+    // The bytes of group `g` as `i64` lanes, and as `f64`.
     let group_i64 = |v: __m512i, g: usize| {
-        let lo = _mm512_castsi512_si128(v);
-        _mm512_cvtepi8_epi64(if g == 0 { lo } else { _mm_unpackhi_epi64(lo, lo) })
+        let quarter = if g < 2 {
+            _mm512_castsi512_si128(v)
+        } else {
+            _mm512_extracti32x4_epi32::<1>(v)
+        };
+        _mm512_cvtepi8_epi64(if g.is_multiple_of(2) {
+            quarter
+        } else {
+            _mm_unpackhi_epi64(quarter, quarter)
+        })
     };
-    let mut value = [_mm512_setzero_pd(); 2];
+    let group_f64 = |v: __m512i, g: usize| _mm512_cvtepi64_pd(group_i64(v, g));
+    let mut value = [_mm512_setzero_pd(); 4];
     for (s, tables) in SLOT_BYTES.iter().enumerate() {
         // SAFETY: 64-byte loads of 64-byte tables.
         let lut = |t: usize| unsafe {
@@ -274,13 +286,14 @@ unsafe fn noise3_x16(n: &OpenSimplex, x: &[f64; 16], y: &[f64; 16], z: f64) -> [
         let p1 = perm.get(_mm512_add_epi8(p0, _mm512_add_epi8(base[1], o[1])));
         let gi = grad24.get(_mm512_add_epi8(p1, _mm512_add_epi8(base[2], o[2])));
         let gb = gradient.map(|t| _mm512_permutexvar_epi8(gi, t));
-        for g in 0..2 {
+        for g in 0..4 {
             let b = _mm512_permutexvar_pd(group_i64(kb, g), k_table);
             let d0 = d0[g];
             // Base slots: `a` is the offset and `c` is 0 (`x - 0.0 == x`, so it is left out).
             let d = match extra {
-                None => [0, 1, 2]
-                    .map(|ax| _mm512_sub_pd(_mm512_sub_pd(d0[ax], group_f64(o[ax], g)), b)),
+                None => {
+                    [0, 1, 2].map(|ax| _mm512_sub_pd(_mm512_sub_pd(d0[ax], group_f64(o[ax], g)), b))
+                }
                 Some(e) => [0, 1, 2].map(|ax| {
                     let v = _mm512_sub_pd(d0[ax], group_f64(e[ax], g));
                     _mm512_sub_pd(_mm512_sub_pd(v, b), group_f64(e[3 + ax], g))
@@ -304,12 +317,11 @@ unsafe fn noise3_x16(n: &OpenSimplex, x: &[f64; 16], y: &[f64; 16], z: f64) -> [
             value[g] = _mm512_add_pd(value[g], _mm512_maskz_mov_pd(live, contrib));
         }
     }
-    let mut out = [0.0f64; 16];
+    let mut out = [0.0f64; 32];
     let norm = _mm512_set1_pd(NORM);
-    // SAFETY: eight-lane stores inside a sixteen-element array.
-    unsafe {
-        _mm512_storeu_pd(out.as_mut_ptr(), _mm512_div_pd(value[0], norm));
-        _mm512_storeu_pd(out.as_mut_ptr().add(8), _mm512_div_pd(value[1], norm));
+    for (g, v) in value.into_iter().enumerate() {
+        // SAFETY: eight-lane stores inside a thirty-two-element array.
+        unsafe { _mm512_storeu_pd(out.as_mut_ptr().add(8 * g), _mm512_div_pd(v, norm)) };
     }
     out
 }

@@ -28,22 +28,22 @@ fn field(
 ) -> Vec<f64> {
     let (cols, rows) = axes([w, h], size, input);
     let cells = (w * h) as usize;
-    let (mut xs, mut ys, mut at) = (
-        Vec::with_capacity(cells),
-        Vec::with_capacity(cells),
-        Vec::with_capacity(cells),
-    );
-    let mut i = 0;
+    // Branch-free compaction: every cell's point is written at the next free slot, which
+    // advances only where the cell needs the field (which cells do is hard to predict).
+    let (mut xs, mut ys, mut at) = (vec![0.0; cells], vec![0.0; cells], vec![0usize; cells]);
+    let (mut i, mut len) = (0, 0);
     for &cx in &cols {
         for &ry in &rows {
-            if need(i) {
-                xs.push(cx);
-                ys.push(ry);
-                at.push(i);
-            }
+            xs[len] = cx;
+            ys[len] = ry;
+            at[len] = i;
+            len += need(i) as usize;
             i += 1;
         }
     }
+    xs.truncate(len);
+    ys.truncate(len);
+    at.truncate(len);
     let mut values = vec![0.0; at.len()];
     noise.noise3_many(&xs, &ys, z, &mut values);
     let mut out = vec![f64::NAN; cells];

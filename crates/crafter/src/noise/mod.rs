@@ -652,7 +652,10 @@ impl OpenSimplex {
             // some point is out of range.
             let fits = |v: &f64| v.abs() <= 1e9;
             let mut all_fit = fits(&z);
-            for v in x.iter().chain(y) {
+            for v in x {
+                all_fit &= fits(v);
+            }
+            for v in y {
                 all_fit &= fits(v);
             }
             if all_fit {

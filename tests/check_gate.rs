@@ -2,6 +2,7 @@
 //! JUnit XML, $GITHUB_STEP_SUMMARY and the README's workflows.
 
 mod report_support;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,6 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use report_support::*;
+use support::{all_text, fresh_dir, run, vlm_eval};
 
 #[test]
 fn check_passes_on_itself_and_fails_random_against_scripted() {
@@ -18,16 +20,16 @@ fn check_passes_on_itself_and_fails_random_against_scripted() {
         &fx.scripted,
         &["--metric", "progression,crafter_score,return"],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", all_text(&o));
+    let out = all_text(&o);
     assert!(out.contains("### vlm-eval check: PASS"), "{out}");
     let row = verdict_row(&out, "progression");
     assert_eq!(row[3], "0.00");
     assert_eq!(row[7], "6", "n shared");
 
     let o = check(&fx.scripted, &fx.random, &[]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", all_text(&o));
+    let out = all_text(&o);
     assert!(out.contains("REGRESSED"), "{out}");
     let row = verdict_row(&out, "progression");
     let (b, r) = (mean(&prog_of(&fx.scripted)), mean(&prog_of(&fx.random)));
@@ -53,17 +55,17 @@ fn check_passes_on_itself_and_fails_random_against_scripted() {
     );
 
     // Through a baseline file as well.
-    let d = scratch("gate");
+    let d = fresh_dir("gate");
     let file = d.join("baseline.json");
-    let o = vlm_eval(&["baseline", "save", s(&fx.scripted), s(&file)], &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = vlm_eval(&["baseline", "save", s(&fx.scripted), s(&file)]);
+    assert!(o.status.success(), "{}", all_text(&o));
     assert_eq!(check(&file, &fx.scripted, &[]).status.code(), Some(0));
     let o = check(&file, &fx.random, &["--metric", "crafter_score"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", all_text(&o));
     // The mock model plays the scripted policy through the HTTP client: same seeds, same play.
     let o = check(&file, &fx.mock, &["--metric", "progression,crafter_score"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(verdict_row(&text(&o), "progression")[3], "0.00");
+    assert_eq!(o.status.code(), Some(0), "{}", all_text(&o));
+    assert_eq!(verdict_row(&all_text(&o), "progression")[3], "0.00");
 }
 
 #[test]
@@ -71,8 +73,8 @@ fn summary_json_baseline_uses_the_normal_approximation() {
     let fx = fixture();
     let summary = fx.scripted.join("summary.json");
     let o = check(&summary, &fx.random, &["--confidence", "0.9"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", all_text(&o));
+    let out = all_text(&o);
     assert!(out.contains("normal approximation"), "{out}");
     let row = verdict_row(&out, "progression");
     let (b, r) = (prog_of(&fx.scripted), prog_of(&fx.random));
@@ -93,20 +95,20 @@ fn summary_json_baseline_uses_the_normal_approximation() {
     close(ci[0], delta - 1.644_854 * sd, 0.006, "ci low");
     close(ci[1], delta + 1.644_854 * sd, 0.006, "ci high");
     let o = check(&summary, &fx.scripted, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", all_text(&o));
     // No SE for the return in summary.json → bad input, with the fix named.
     let o = check(&summary, &fx.random, &["--metric", "return"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("baseline save"), "{}", text(&o));
+    assert!(all_text(&o).contains("baseline save"), "{}", all_text(&o));
 }
 
 #[test]
 fn baseline_file_holds_per_seed_values() {
     let fx = fixture();
-    let d = scratch("baseline_file");
+    let d = fresh_dir("baseline_file");
     let file = d.join("b.json");
-    let o = vlm_eval(&["baseline", "save", s(&fx.random), s(&file)], &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = vlm_eval(&["baseline", "save", s(&fx.random), s(&file)]);
+    assert!(o.status.success(), "{}", all_text(&o));
     let b: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(b["format"], "vlm-eval-baseline");
     assert_eq!(b["version"], 1);
@@ -143,11 +145,9 @@ fn baseline_file_holds_per_seed_values() {
     );
     // Saving twice gives the same bytes (no clock in the file).
     let again = d.join("b2.json");
-    assert!(
-        vlm_eval(&["baseline", "save", s(&fx.random), s(&again)], &[])
-            .status
-            .success()
-    );
+    assert!(vlm_eval(&["baseline", "save", s(&fx.random), s(&again)])
+        .status
+        .success());
     assert_eq!(
         std::fs::read(&file).unwrap(),
         std::fs::read(&again).unwrap()
@@ -157,7 +157,7 @@ fn baseline_file_holds_per_seed_values() {
 #[test]
 fn check_bad_inputs_exit_2_naming_the_file() {
     let fx = fixture();
-    let d = scratch("bad_check");
+    let d = fresh_dir("bad_check");
     let cases: Vec<(PathBuf, &str)> = vec![
         (d.join("missing.json"), "not found"),
         (d.join("corrupt.json"), "not valid JSON"),
@@ -175,8 +175,8 @@ fn check_bad_inputs_exit_2_naming_the_file() {
     std::fs::create_dir_all(&cases[4].0).unwrap();
     for (path, why) in &cases {
         let o = check(path, &fx.scripted, &[]);
-        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-        let msg = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{}", all_text(&o));
+        let msg = all_text(&o);
         assert!(msg.contains(s(path)) && msg.contains(why), "{why}: {msg}");
     }
     // --run must be a complete run folder.
@@ -184,24 +184,26 @@ fn check_bad_inputs_exit_2_naming_the_file() {
     copy_dir(&fx.random, &partial);
     std::fs::remove_file(partial.join("episodes/seed_0/episode.json")).unwrap();
     let o = check(&fx.scripted, &partial, &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", all_text(&o));
     assert!(
-        text(&o).contains("partial run") && text(&o).contains(s(&partial)),
+        all_text(&o).contains("partial run") && all_text(&o).contains(s(&partial)),
         "{}",
-        text(&o)
+        all_text(&o)
     );
     let o = check(&fx.scripted, &partial, &["--allow-partial"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", all_text(&o));
     let o = check(&partial, &fx.random, &[]);
-    assert_eq!(o.status.code(), Some(2), "partial baseline: {}", text(&o));
-    let o = vlm_eval(
-        &["baseline", "save", s(&partial), s(&d.join("x.json"))],
-        &[],
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "partial baseline: {}",
+        all_text(&o)
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = vlm_eval(&["baseline", "save", s(&partial), s(&d.join("x.json"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", all_text(&o));
     let o = check(&fx.scripted, &fx.scripted.join("summary.json"), &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("not a folder"), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", all_text(&o));
+    assert!(all_text(&o).contains("not a folder"), "{}", all_text(&o));
     // Bad flags.
     for extra in [
         &["--metric", "speed"][..],
@@ -210,18 +212,18 @@ fn check_bad_inputs_exit_2_naming_the_file() {
         &["--metric", "progression,score", "--max-drop", "1,2,3"],
     ] {
         let o = check(&fx.scripted, &fx.scripted, extra);
-        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", all_text(&o));
     }
 }
 
 #[test]
 fn junit_and_step_summary() {
     let fx = fixture();
-    let d = scratch("junit");
+    let d = fresh_dir("junit");
     let xml = d.join("out/check.xml");
     let summary = d.join("step_summary.md");
     std::fs::write(&summary, "earlier step\n").unwrap();
-    let o = vlm_eval(
+    let o = run(
         &[
             "check",
             "--baseline",
@@ -235,9 +237,10 @@ fn junit_and_step_summary() {
             "--junit",
             s(&xml),
         ],
+        &[],
         &[("GITHUB_STEP_SUMMARY", s(&summary))],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", all_text(&o));
     let md = std::fs::read_to_string(&summary).unwrap();
     assert!(md.starts_with("earlier step\n"), "appended, not replaced");
     assert!(
@@ -294,7 +297,7 @@ fn readme_gate_workflows() {
     let mock = blocks[0].replace('\n', " ").replace("  ", " ");
     assert!(blocks[0].contains(eval), "{}", blocks[0]);
     assert!(mock.contains(gate), "{mock}");
-    let d = scratch("readme");
+    let d = fresh_dir("readme");
     for (i, yaml) in blocks.iter().enumerate() {
         let file = d.join(format!("w{i}.yml"));
         std::fs::write(&file, yaml).unwrap();
@@ -320,28 +323,25 @@ fn readme_gate_workflows() {
             Err(e) => eprintln!("skipping the YAML parse: {e}"),
         }
     }
-    let o = vlm_eval(
-        &[
-            "--model",
-            "mock",
-            "--seeds",
-            "10",
-            "--steps",
-            "20",
-            "--out",
-            s(&d),
-            "--run-name",
-            "ci",
-            "--quiet",
-        ],
-        &[],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let o = vlm_eval(&[
+        "--model",
+        "mock",
+        "--seeds",
+        "10",
+        "--steps",
+        "20",
+        "--out",
+        s(&d),
+        "--run-name",
+        "ci",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", all_text(&o));
     let o = check(
         &root.join(".ci/baseline-mock.json"),
         &d.join("ci"),
         &["--metric", "progression,crafter_score", "--max-drop", "0"],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(verdict_row(&text(&o), "progression")[3], "0.00");
+    assert_eq!(o.status.code(), Some(0), "{}", all_text(&o));
+    assert_eq!(verdict_row(&all_text(&o), "progression")[3], "0.00");
 }

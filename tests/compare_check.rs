@@ -2,32 +2,31 @@
 //! against values computed here from the episode.json files.
 
 mod report_support;
+mod support;
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use report_support::*;
+use support::{all_text, fresh_dir, vlm_eval};
 
 #[test]
 fn compare_table_matches_hand_computed_values() {
     let fx = fixture();
-    let d = scratch("main");
+    let d = fresh_dir("main");
     let csv_path = d.join("cmp.csv");
-    let o = vlm_eval(
-        &[
-            "compare",
-            s(&fx.scripted),
-            s(&fx.random),
-            s(&fx.mock),
-            "--csv",
-            s(&csv_path),
-            "--achievements",
-        ],
-        &[],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let out = text(&o);
+    let o = vlm_eval(&[
+        "compare",
+        s(&fx.scripted),
+        s(&fx.random),
+        s(&fx.mock),
+        "--csv",
+        s(&csv_path),
+        "--achievements",
+    ]);
+    assert!(o.status.success(), "{}", all_text(&o));
+    let out = all_text(&o);
     assert!(
         out.contains("progression % ± SE") && out.contains("scripted"),
         "{out}"
@@ -116,24 +115,21 @@ fn compare_table_matches_hand_computed_values() {
 #[test]
 fn compare_metrics_selection_and_by_model() {
     let fx = fixture();
-    let d = scratch("select");
+    let d = fresh_dir("select");
     let csv_path = d.join("m.csv");
-    let o = vlm_eval(
-        &[
-            "compare",
-            s(&fx.scripted),
-            s(&fx.shifted),
-            s(&fx.random),
-            "--by",
-            "model",
-            "--metrics",
-            "progression,episodes",
-            "--csv",
-            s(&csv_path),
-        ],
-        &[],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let o = vlm_eval(&[
+        "compare",
+        s(&fx.scripted),
+        s(&fx.shifted),
+        s(&fx.random),
+        "--by",
+        "model",
+        "--metrics",
+        "progression,episodes",
+        "--csv",
+        s(&csv_path),
+    ]);
+    assert!(o.status.success(), "{}", all_text(&o));
     let rows = read_csv(&csv_path);
     let header: Vec<&String> = rows[0].keys().collect();
     let mut want = vec![
@@ -171,12 +167,9 @@ fn compare_metrics_selection_and_by_model() {
         "pooled se",
     );
 
-    let o = vlm_eval(
-        &["compare", s(&fx.scripted), "--metrics", "progression,bogus"],
-        &[],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    let msg = text(&o);
+    let o = vlm_eval(&["compare", s(&fx.scripted), "--metrics", "progression,bogus"]);
+    assert_eq!(o.status.code(), Some(2), "{}", all_text(&o));
+    let msg = all_text(&o);
     assert!(
         msg.contains("bogus") && msg.contains("crafter_score") && msg.contains("latency_p50"),
         "{msg}"
@@ -201,22 +194,19 @@ fn sign_flip_by_hand(k: &[i64]) -> f64 {
 #[test]
 fn paired_compare_matches_hand_computed_deltas() {
     let fx = fixture();
-    let d = scratch("paired");
+    let d = fresh_dir("paired");
     let csv_path = d.join("p.csv");
-    let o = vlm_eval(
-        &[
-            "compare",
-            s(&fx.scripted),
-            s(&fx.random),
-            s(&fx.shifted),
-            "--paired",
-            "--csv",
-            s(&csv_path),
-        ],
-        &[],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let out = text(&o);
+    let o = vlm_eval(&[
+        "compare",
+        s(&fx.scripted),
+        s(&fx.random),
+        s(&fx.shifted),
+        "--paired",
+        "--csv",
+        s(&csv_path),
+    ]);
+    assert!(o.status.success(), "{}", all_text(&o));
+    let out = all_text(&o);
     assert!(
         out.contains("seed sets differ: shifted and scripted share 3 seeds (3 only in shifted, 3 only in scripted)"),
         "{out}"
@@ -263,18 +253,15 @@ fn paired_compare_matches_hand_computed_deltas() {
     close(num(&rows[0], "p_value"), 2.0 / 64.0, 1e-9, "p random");
     // Same seeds and seed → same numbers.
     let before = std::fs::read_to_string(d.join("p.paired.csv")).unwrap();
-    let o = vlm_eval(
-        &[
-            "compare",
-            s(&fx.scripted),
-            s(&fx.random),
-            s(&fx.shifted),
-            "--paired",
-            "--csv",
-            s(&csv_path),
-        ],
-        &[],
-    );
+    let o = vlm_eval(&[
+        "compare",
+        s(&fx.scripted),
+        s(&fx.random),
+        s(&fx.shifted),
+        "--paired",
+        "--csv",
+        s(&csv_path),
+    ]);
     assert!(o.status.success());
     assert_eq!(
         before,
@@ -285,17 +272,17 @@ fn paired_compare_matches_hand_computed_deltas() {
 #[test]
 fn compare_reports_partial_missing_and_corrupt_runs() {
     let fx = fixture();
-    let d = scratch("bad_compare");
+    let d = fresh_dir("bad_compare");
     let partial = d.join("partial");
     copy_dir(&fx.scripted, &partial);
     std::fs::remove_file(partial.join("episodes/seed_5/episode.json")).unwrap();
     let csv_path = d.join("c.csv");
-    let o = vlm_eval(&["compare", s(&partial), "--csv", s(&csv_path)], &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = vlm_eval(&["compare", s(&partial), "--csv", s(&csv_path)]);
+    assert!(o.status.success(), "{}", all_text(&o));
     assert!(
-        text(&o).contains("1 of 6 episodes unfinished (seeds 5)"),
+        all_text(&o).contains("1 of 6 episodes unfinished (seeds 5)"),
         "{}",
-        text(&o)
+        all_text(&o)
     );
     let row = &read_csv(&csv_path)[0];
     assert_eq!(num(row, "episodes_completed"), 5.0);
@@ -313,9 +300,9 @@ fn compare_reports_partial_missing_and_corrupt_runs() {
     );
 
     let missing = d.join("nope");
-    let o = vlm_eval(&["compare", s(&fx.scripted), s(&missing)], &[]);
+    let o = vlm_eval(&["compare", s(&fx.scripted), s(&missing)]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains(s(&missing)), "{}", text(&o));
+    assert!(all_text(&o).contains(s(&missing)), "{}", all_text(&o));
 
     let corrupt = d.join("corrupt");
     copy_dir(&fx.random, &corrupt);
@@ -324,13 +311,17 @@ fn compare_reports_partial_missing_and_corrupt_runs() {
         "{\"seed\": 2,",
     )
     .unwrap();
-    let o = vlm_eval(&["compare", s(&corrupt)], &[]);
+    let o = vlm_eval(&["compare", s(&corrupt)]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("seed_2/episode.json"), "{}", text(&o));
+    assert!(
+        all_text(&o).contains("seed_2/episode.json"),
+        "{}",
+        all_text(&o)
+    );
 
     let not_run = d.join("empty_folder");
     std::fs::create_dir_all(&not_run).unwrap();
-    let o = vlm_eval(&["compare", s(&not_run)], &[]);
+    let o = vlm_eval(&["compare", s(&not_run)]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("run.json"), "{}", text(&o));
+    assert!(all_text(&o).contains("run.json"), "{}", all_text(&o));
 }

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
-use view_support::{model_run, text, tmp, vlm_eval};
+use support::{fresh_dir, text, vlm_eval};
+use view_support::model_run;
 
 fn progression_by_seed(run: &Path) -> BTreeMap<i64, f64> {
     let mut out = BTreeMap::new();
@@ -56,7 +57,7 @@ fn read_csv(path: &Path) -> Vec<BTreeMap<String, String>> {
 
 #[test]
 fn ranks_per_protocol_with_paired_deltas_and_counts_unfinished() {
-    let dir = tmp("lb");
+    let dir = fresh_dir("lb");
     let a = model_run(&dir, "mock", "mock-a", "5", "40", &[]);
     let b = model_run(&dir, "random", "random-b", "5", "40", &[]);
     let _c = model_run(
@@ -142,7 +143,7 @@ fn ranks_per_protocol_with_paired_deltas_and_counts_unfinished() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let dir = tmp("lb-bad");
+    let dir = fresh_dir("lb-bad");
     for args in [
         vec!["leaderboard", dir.to_str().unwrap()],
         vec!["leaderboard", "/no/such/folder"],

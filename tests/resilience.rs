@@ -882,7 +882,7 @@ fn two_runs_on_one_folder_one_is_refused_and_nothing_is_played_twice() {
     // No request is answered until both processes are settled, so the winner is mid-run
     // (holding the folder) whatever the scheduling.
     let server = GatedServer::start(0);
-    let out = lock_support::tmp("twice");
+    let out = support::fresh_dir("run-lock-twice");
     let args = run_args(
         &server.url,
         &out,
@@ -908,12 +908,7 @@ fn two_runs_on_one_folder_one_is_refused_and_nothing_is_played_twice() {
     };
     let winner_pid = winner.id();
     let lost = loser.wait_with_output().unwrap();
-    assert_eq!(
-        lost.status.code(),
-        Some(2),
-        "{}",
-        lock_support::stderr(&lost)
-    );
+    assert_eq!(lost.status.code(), Some(2), "{}", support::stderr(&lost));
     let msg = lock_support::error_line(&lost);
     assert!(
         msg.contains("is in use by another `vlm-eval run`")

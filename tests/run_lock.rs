@@ -6,12 +6,12 @@
 //! (The two-processes-at-once case is in tests/resilience.rs.)
 
 mod lock_support;
+mod support;
 
 use std::path::Path;
 
-use lock_support::{
-    error_line, read_json, run_args, spawn, stderr, strs, tmp, vlm_eval, GatedServer,
-};
+use lock_support::{error_line, read_json, run_args, spawn, strs, vlm_eval, GatedServer};
+use support::{fresh_dir, stderr};
 
 /// Every file under `dir` with its bytes, sorted, leaving out the folders of episodes still
 /// being played (the holder's frame writer may be busy there).
@@ -41,7 +41,7 @@ fn a_held_folder_refuses_a_second_run_serves_readers_and_survives_kill_9() {
     let (seeds, steps) = (3, 5);
     // Seed 0's five turns are answered; seed 1's first request waits (concurrency 1).
     let server = GatedServer::start(steps as usize);
-    let out = tmp("held");
+    let out = fresh_dir("held");
     let run = out.join("r");
     let args = run_args(
         &server.url,
@@ -190,7 +190,7 @@ fn a_held_folder_refuses_a_second_run_serves_readers_and_survives_kill_9() {
 #[test]
 fn shard_folders_never_contend_and_the_same_shard_twice_is_refused() {
     let server = GatedServer::start(0);
-    let out = tmp("shards");
+    let out = fresh_dir("shards");
     let shard = |i: usize| {
         let mut args = run_args(&server.url, &out, "unused", 2, 2, &["--concurrency", "1"]);
         // Default names (…_shard<i>of2), so each shard gets its own folder.

@@ -9,10 +9,11 @@ mod view_support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use report_support::*;
+use support::{all_text, fresh_dir, run, stdout, vlm_eval};
 
 /// Every line of every table in `out`, and of the note under it naming what was hidden, is at
 /// most `width` characters (lines of prose are printed whole, as before).
@@ -37,13 +38,9 @@ fn assert_fits(out: &str, width: usize, what: &str) {
     assert!(tables > 0, "{what}: no table in\n{out}");
 }
 
-fn stdout(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 #[test]
 fn run_summary_fits_and_wide_shows_every_column() {
-    let d = scratch("run");
+    let d = fresh_dir("run");
     let base = [
         "--model", "scripted", "--seeds", "2", "--steps", "3", "--quiet",
     ];
@@ -64,8 +61,8 @@ fn run_summary_fits_and_wide_shows_every_column() {
         let name = format!("w{width}");
         let mut args = base.to_vec();
         args.extend(["--out", s(&d), "--run-name", &name]);
-        let o = vlm_eval(&args, &[("COLUMNS", &width.to_string())]);
-        assert!(o.status.success(), "{}", text(&o));
+        let o = run(&args, &[], &[("COLUMNS", &width.to_string())]);
+        assert!(o.status.success(), "{}", all_text(&o));
         let out = stdout(&o);
         assert_fits(&out, width, "run");
         assert!(
@@ -81,8 +78,8 @@ fn run_summary_fits_and_wide_shows_every_column() {
     }
     let mut args = base.to_vec();
     args.extend(["--out", s(&d), "--run-name", "wide", "--wide"]);
-    let o = vlm_eval(&args, &[("COLUMNS", "80")]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&args, &[], &[("COLUMNS", "80")]);
+    assert!(o.status.success(), "{}", all_text(&o));
     let out = stdout(&o);
     for h in header {
         assert!(out.contains(h), "--wide lacks {h:?}:\n{out}");
@@ -92,15 +89,15 @@ fn run_summary_fits_and_wide_shows_every_column() {
     let mut args = vec!["--wide"];
     args.extend(base);
     args.extend(["--out", s(&d), "--run-name", "wide2"]);
-    let o = vlm_eval(&args, &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = vlm_eval(&args);
+    assert!(o.status.success(), "{}", all_text(&o));
     assert!(stdout(&o).contains("latency p50/p95"));
 }
 
 #[test]
 fn compare_tables_fit_and_csv_is_byte_identical() {
     let f = fixture();
-    let d = scratch("compare");
+    let d = fresh_dir("compare");
     let runs = [s(&f.scripted), s(&f.random), s(&f.shifted), s(&f.mock)];
     let files = [
         "cmp.csv",
@@ -124,13 +121,13 @@ fn compare_tables_fit_and_csv_is_byte_identical() {
         if wide {
             args.push("--wide");
         }
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
+        let mut cmd = support::command();
         cmd.args(&args).env_remove("COLUMNS");
         if let Some(w) = env {
             cmd.env("COLUMNS", w);
         }
         let o = cmd.output().unwrap();
-        assert!(o.status.success(), "{}", text(&o));
+        assert!(o.status.success(), "{}", all_text(&o));
         let out = stdout(&o);
         match tag {
             "80" | "120" => {
@@ -182,12 +179,12 @@ latency_p50_ms,protocol_differs"
 #[test]
 fn matrix_presets_and_leaderboard_fit() {
     let f = fixture();
-    let d = scratch("others");
+    let d = fresh_dir("others");
     for width in [80usize, 120] {
         let w = width.to_string();
         let env = [("COLUMNS", w.as_str())];
         let out_dir = d.join(format!("m{width}"));
-        let o = vlm_eval(
+        let o = run(
             &[
                 "--model",
                 "scripted,random",
@@ -199,20 +196,21 @@ fn matrix_presets_and_leaderboard_fit() {
                 "--out",
                 s(&out_dir),
             ],
+            &[],
             &env,
         );
-        assert!(o.status.success(), "{}", text(&o));
+        assert!(o.status.success(), "{}", all_text(&o));
         assert_fits(&stdout(&o), width, "the model matrix");
 
-        let o = vlm_eval(&["presets"], &env);
-        assert!(o.status.success(), "{}", text(&o));
+        let o = run(&["presets"], &[], &env);
+        assert!(o.status.success(), "{}", all_text(&o));
         let out = stdout(&o);
         assert_fits(&out, width, "presets");
         assert!(out.contains("setting") && out.contains("balrog"), "{out}");
 
         let page = d.join(format!("lb{width}.html"));
-        let o = vlm_eval(&["leaderboard", s(&f.root), "--out", s(&page)], &env);
-        assert!(o.status.success(), "{}", text(&o));
+        let o = run(&["leaderboard", s(&f.root), "--out", s(&page)], &[], &env);
+        assert!(o.status.success(), "{}", all_text(&o));
         assert_fits(&stdout(&o), width, "leaderboard");
     }
 }
@@ -220,7 +218,7 @@ fn matrix_presets_and_leaderboard_fit() {
 #[test]
 fn bad_columns_is_one_line_and_exit_2() {
     let f = fixture();
-    let d = scratch("bad");
+    let d = fresh_dir("bad");
     let cases: [Vec<&str>; 4] = [
         vec!["compare", s(&f.scripted)],
         vec!["presets"],
@@ -243,7 +241,7 @@ fn bad_columns_is_one_line_and_exit_2() {
     ];
     for args in cases {
         for bad in ["abc", "0", "12.5"] {
-            let o = vlm_eval(&args, &[("COLUMNS", bad)]);
+            let o = run(&args, &[], &[("COLUMNS", bad)]);
             let err = String::from_utf8_lossy(&o.stderr);
             assert_eq!(o.status.code(), Some(2), "{args:?} COLUMNS={bad}: {err}");
             assert_eq!(err.lines().count(), 1, "{err}");
@@ -259,37 +257,34 @@ fn bad_columns_is_one_line_and_exit_2() {
     // Nothing was played: the run refused before its folder was made.
     assert!(std::fs::read_dir(&d).unwrap().next().is_none());
     // With --wide the width is not read, as the message says.
-    let o = vlm_eval(&["presets", "--wide"], &[("COLUMNS", "abc")]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["presets", "--wide"], &[], &[("COLUMNS", "abc")]);
+    assert!(o.status.success(), "{}", all_text(&o));
 }
 
 #[test]
 fn leaderboard_groups_are_named_by_what_sets_them_apart() {
-    let d = scratch("groups");
+    let d = fresh_dir("groups");
     for (name, size) in [("small", "64"), ("large", "128")] {
-        let o = vlm_eval(
-            &[
-                "--model",
-                "scripted",
-                "--seeds",
-                "2",
-                "--steps",
-                "3",
-                "--image-size",
-                size,
-                "--quiet",
-                "--out",
-                s(&d.join("runs")),
-                "--run-name",
-                name,
-            ],
-            &[],
-        );
-        assert!(o.status.success(), "{}", text(&o));
+        let o = vlm_eval(&[
+            "--model",
+            "scripted",
+            "--seeds",
+            "2",
+            "--steps",
+            "3",
+            "--image-size",
+            size,
+            "--quiet",
+            "--out",
+            s(&d.join("runs")),
+            "--run-name",
+            name,
+        ]);
+        assert!(o.status.success(), "{}", all_text(&o));
     }
     let page = d.join("lb.html");
-    let o = vlm_eval(&["leaderboard", s(&d.join("runs")), "--out", s(&page)], &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = vlm_eval(&["leaderboard", s(&d.join("runs")), "--out", s(&page)]);
+    assert!(o.status.success(), "{}", all_text(&o));
     let out = stdout(&o);
     assert!(
         out.contains("image-size 64") && out.contains("image-size 128"),
@@ -309,12 +304,11 @@ fn leaderboard_groups_are_named_by_what_sets_them_apart() {
 /// endpoint that refuses connections, so the run sits in its retries until killed).
 #[test]
 fn run_view_prints_the_runs_own_page() {
-    let d = scratch("view");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let d = fresh_dir("view");
+    let mut child = support::command()
         .args(["--model", "nowhere", "--base-url", "http://127.0.0.1:9/v1"])
         .args(["--seeds", "1", "--steps", "2", "--max-retries", "50"])
         .args(["--out", s(&d), "--run-name", "playing", "--quiet", "--view"])
-        .env_remove("OPENAI_API_KEY")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -6,7 +6,8 @@ mod support;
 mod view_support;
 
 use serde_json::Value;
-use view_support::{get, model_run, snapshot, text, tmp, vlm_eval, View};
+use support::{fresh_dir, text, vlm_eval};
+use view_support::{get, model_run, snapshot, View};
 
 const HOSTILE: &str = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>";
 
@@ -16,7 +17,7 @@ fn body(resp: &str) -> &str {
 
 #[test]
 fn serves_pages_and_live_state_and_nothing_outside_the_folder() {
-    let base = tmp("serve");
+    let base = fresh_dir("serve");
     let dir = base.join("results");
     std::fs::create_dir_all(&dir).unwrap();
     let done = model_run(&dir, "mock", "done", "2", "12", &[]);
@@ -157,7 +158,7 @@ fn serves_pages_and_live_state_and_nothing_outside_the_folder() {
 
 #[test]
 fn hostile_text_in_a_run_page_is_escaped() {
-    let dir = tmp("hostile");
+    let dir = fresh_dir("hostile");
     let run = model_run(&dir, "mock", "h", "1", "3", &[]);
     let path = run.join("episodes/seed_0/trajectory.jsonl");
     let lines: Vec<String> = std::fs::read_to_string(&path)
@@ -182,7 +183,7 @@ fn hostile_text_in_a_run_page_is_escaped() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let dir = tmp("bad");
+    let dir = fresh_dir("bad");
     let o = vlm_eval(&["view", dir.join("missing").to_str().unwrap(), "--port", "0"]);
     let (_, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stderr}");

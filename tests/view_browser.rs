@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use axum::{routing::post, Json, Router};
 use serde_json::{json, Value};
-use support::chromium;
-use view_support::{model_run, tmp};
+use support::{chromium, fresh_dir};
+use view_support::model_run;
 
 /// Headless Chromium on a URL with `mode` (`--dump-dom` or `--screenshot=FILE`); returns
 /// (stdout, stderr). Its process group is killed after 120 s.
@@ -125,7 +125,7 @@ async fn slow(Json(_): Json<Value>) -> Json<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_panel_changes_turn_without_reload_in_chromium() {
     let Some(bin) = chromium() else { return };
-    let dir = tmp("browser");
+    let dir = fresh_dir("browser");
     let results = dir.join("results");
     std::fs::create_dir_all(&results).unwrap();
     model_run(&results, "mock", "mock-done", "3", "30", &[]);
@@ -137,7 +137,7 @@ async fn live_panel_changes_turn_without_reload_in_chromium() {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
     // The run under test: --view serves its output folder while it plays.
-    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let mut run = support::command()
         .args([
             "--model",
             "slow",
@@ -147,7 +147,6 @@ async fn live_panel_changes_turn_without_reload_in_chromium() {
         .args(["--seeds", "2", "--steps", "400", "--protocol", "text"])
         .args(["--out", results.to_str().unwrap(), "--run-name", "playing"])
         .args(["--quiet", "--view"])
-        .env_remove("OPENAI_API_KEY")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,10 +1,12 @@
 //! Shared by the run-folder lock tests: an OpenAI-compatible server on 127.0.0.1 that holds
 //! each request until the test lets it through (so a `run` can be kept mid-run for as long as a
-//! test needs, with no timing), and helpers to start the real binary against it.
+//! test needs, with no timing), and helpers to start the real binary against it. Built on
+//! `tests/support` (the binary, scratch folders): a test binary using it also declares
+//! `mod support;`.
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -122,32 +124,24 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// A scratch folder under the target dir.
-pub fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("run-lock-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
+/// `support::command()` with `args` and the lock tests' environment: no log lines, no texture
+/// download.
+fn lock_command(args: &[&str]) -> Command {
+    let mut cmd = crate::support::command();
     cmd.args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
         .env_remove("VLM_EVAL_LOG")
         .env("VLM_EVAL_NO_FETCH", "1");
     cmd
 }
 
-/// Run the binary to the end.
+/// Run the binary to the end (in [`lock_command`]'s environment).
 pub fn vlm_eval(args: &[&str]) -> Output {
-    command(args).output().expect("run vlm-eval")
+    lock_command(args).output().expect("run vlm-eval")
 }
 
 /// Start the binary in the background (stdout and stderr captured).
 pub fn spawn(args: &[&str]) -> Child {
-    command(args)
+    lock_command(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -197,16 +191,11 @@ pub fn strs(args: &[String]) -> Vec<&str> {
 
 /// The `error:` line of a failed command's stderr (other lines may be warnings).
 pub fn error_line(o: &Output) -> String {
-    let e = stderr(o);
+    let e = crate::support::stderr(o);
     e.lines()
         .find(|l| l.starts_with("error: "))
         .unwrap_or_else(|| panic!("no error line in: {e}"))
         .to_string()
-}
-
-/// Stderr as text.
-pub fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Read a JSON file.

@@ -1,35 +1,18 @@
 //! Shared helpers of the report-command tests: real run folders made once per test binary and
-//! hand computations from episode.json files.
+//! hand computations from episode.json files. Built on `tests/support` (the binary, scratch
+//! folders, output as text): a test binary using it also declares `mod support;`.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::support::{all_text, fresh_dir, vlm_eval};
+
 pub const ACHIEVEMENTS: usize = 22;
-
-pub fn vlm_eval(args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
-    cmd.args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("GITHUB_STEP_SUMMARY");
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run vlm-eval")
-}
-
-pub fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -52,8 +35,7 @@ pub struct Fixture {
 pub fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(env!("CARGO_CRATE_NAME"));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = fresh_dir("runs");
         let runs: [(&str, &[&str]); 4] = [
             (
                 "scripted",
@@ -82,8 +64,8 @@ pub fn fixture() -> &'static Fixture {
         for (name, args) in runs {
             let mut all = args.to_vec();
             all.extend(["--out", s(&root), "--run-name", name, "--quiet"]);
-            let o = vlm_eval(&all, &[]);
-            assert!(o.status.success(), "{name}: {}", text(&o));
+            let o = vlm_eval(&all);
+            assert!(o.status.success(), "{name}: {}", all_text(&o));
         }
         Fixture {
             scripted: root.join("scripted"),
@@ -93,13 +75,6 @@ pub fn fixture() -> &'static Fixture {
             root,
         }
     })
-}
-
-pub fn scratch(name: &str) -> PathBuf {
-    let d = fixture().root.join("scratch").join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 pub fn episodes(run: &Path) -> Vec<Value> {
@@ -201,7 +176,7 @@ pub fn verdict_row(out: &str, metric: &str) -> Vec<String> {
 pub fn check(baseline: &Path, run: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["check", "--baseline", s(baseline), "--run", s(run)];
     args.extend(extra);
-    vlm_eval(&args, &[])
+    vlm_eval(&args)
 }
 
 pub fn prog_of(run: &Path) -> Vec<f64> {

@@ -1,7 +1,9 @@
-//! What the integration tests share, included by each with `mod support;`: the binary run
-//! with a controlled environment, fresh scratch folders, headless Chromium (or a printed
-//! skip), and the tiny local-model fixtures with their transformers references.
-//! Each test binary uses a part of it, hence the `dead_code` allowance.
+//! What the integration tests share, included by each with `mod support;` (and built on by the
+//! topical modules `report_support`, `lock_support`, `view_support`): the binary run with a
+//! controlled environment (std or tokio), its output as text, fresh scratch folders under
+//! `CARGO_TARGET_TMPDIR/<test binary>/` (so no two test binaries share a name), headless
+//! Chromium (or a printed skip), and the tiny local-model fixtures with their transformers
+//! references. Each test binary uses a part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -13,12 +15,19 @@ use vlm_eval::model::local::preprocess::ImageInput;
 use vlm_eval::model::local::weights::Weights;
 
 /// The binary under test, with the OpenAI variables removed so that no test reaches a real
-/// endpoint by accident.
+/// endpoint by accident, and `$GITHUB_STEP_SUMMARY` removed so that no `check` appends to the
+/// CI job's summary (a test that checks it sets its own).
 pub fn command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
     cmd.env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL");
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("GITHUB_STEP_SUMMARY");
     cmd
+}
+
+/// [`command`] for async tests (`tokio::process`).
+pub fn tokio_command() -> tokio::process::Command {
+    tokio::process::Command::from(command())
 }
 
 /// Run the binary to completion with `args`, the variables `remove` unset and `set` set.
@@ -47,24 +56,43 @@ pub fn text(o: &Output) -> (String, String) {
     )
 }
 
+/// stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// An empty folder `name` under the tests' scratch folder (emptied if a previous run left it).
+/// stdout followed by stderr, as one text (for messages that may go to either).
+pub fn all_text(o: &Output) -> String {
+    let (out, err) = text(o);
+    out + &err
+}
+
+/// This test binary's scratch folder: `CARGO_TARGET_TMPDIR/<crate name>` (the crate name is
+/// the test binary's, since this module is compiled into each).
+fn scratch_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(env!("CARGO_CRATE_NAME"))
+}
+
+/// An empty folder `name` under this test binary's scratch folder (emptied if a previous run
+/// left it).
 pub fn fresh_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let dir = scratch_root().join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-/// A path `name` under the tests' scratch folder that does not exist yet (removed if a previous
-/// run left it), for commands that create their own output folder.
+/// A path `name` under this test binary's scratch folder that does not exist yet (removed if a
+/// previous run left it; its parent exists), for commands that create their own output folder.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let dir = scratch_root().join(name);
     let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
     dir
 }
 

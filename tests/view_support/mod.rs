@@ -1,19 +1,17 @@
-//! Shared by the `leaderboard` and `view` tests: running the binary, mock runs, a raw HTTP GET
-//! (so requested paths reach the server exactly as written), and a started `vlm-eval view`.
+//! Shared by the `leaderboard` and `view` tests: mock runs, a raw HTTP GET (so requested paths
+//! reach the server exactly as written), and a started `vlm-eval view`. Built on
+//! `tests/support` (the binary, scratch folders): a test binary using it also declares
+//! `mod support;`.
 
 #![allow(dead_code)]
 
-pub use crate::support::{text, vlm_eval};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
-/// A fresh scratch folder for this test.
-pub fn tmp(name: &str) -> PathBuf {
-    crate::support::fresh_dir(&format!("view-{name}"))
-}
+use crate::support::{text, vlm_eval};
 
 /// A real run folder from `--model NAME` (mock, random: offline and deterministic).
 pub fn model_run(
@@ -73,7 +71,7 @@ pub struct View {
 impl View {
     /// Start `vlm-eval view DIR --port 0` and read the URL it prints.
     pub fn start(dir: &Path) -> View {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        let mut child = crate::support::command()
             .args(["view", dir.to_str().unwrap(), "--port", "0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use vlm_eval::crafter::{Action, Env, EnvConfig, TextureSet};
 
 mod balrog_support;
+mod support;
 use balrog_support::{crafter_python, shared_balrog};
 
 /// SplitMix64: a small seeded generator for the action streams.
@@ -173,7 +174,7 @@ fn env_trace_matches_balrogs_wrapper_at_every_step() {
         let expected = expected["obs"].as_array().unwrap();
         let list: Vec<String> = acts.iter().map(u8::to_string).collect();
         // Our side: the CLI, one episode (the trace resets after `done`; only the first counts).
-        let out = Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        let out = support::command()
             .args(["env", "trace", "--preset", "balrog", "--size", "256"])
             .args(["--seed", &seed.to_string()])
             .args([

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use vlm_eval::crafter::TextureSet;
 
 mod balrog_support;
+mod support;
 use balrog_support::{crafter_python, shared_balrog};
 
 /// Replies, played in order: exact names, filter-repaired ones, invalid ones (BALROG plays Noop
@@ -84,11 +85,10 @@ async fn requests_equal_balrogs_naive_agent_at_every_call() {
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-    let out = std::env::temp_dir().join(format!("vlm-eval-balrog-req-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let out = support::scratch("balrog-req");
     let base = format!("http://127.0.0.1:{port}/v1");
     let reference = shared.join("reference");
-    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let status = support::tokio_command()
         .args([
             "--preset",
             "balrog",

@@ -1,12 +1,12 @@
 //! docs/CLI.md is what `vlm-eval docs cli` generates from the clap tree: a flag added, renamed
 //! or re-documented without regenerating the file fails here.
 
-use std::process::Command;
+mod support;
 
 #[test]
 fn committed_cli_reference_is_what_the_command_generates() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let out = support::command()
         .args(["docs", "cli"])
         .env_remove("COLUMNS")
         .output()

@@ -2,6 +2,8 @@
 //! model trait): what every request carries, and how tool-call, text-only, garbage and
 //! over-long replies are handled.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use axum::{extract::State, routing::post, Json, Router};
@@ -43,10 +45,8 @@ async fn requests_and_replies_through_a_real_http_server() {
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-    let out = std::env::temp_dir().join(format!("vlm-eval-endpoint-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let out = support::scratch("endpoint");
     let base = format!("http://127.0.0.1:{port}/v1");
-    let bin = env!("CARGO_BIN_EXE_vlm-eval");
     let args = [
         "--model",
         "test-model",
@@ -57,10 +57,9 @@ async fn requests_and_replies_through_a_real_http_server() {
         "--steps",
         "4",
     ];
-    let status = tokio::process::Command::new(bin)
+    let status = support::tokio_command()
         .args(args)
         .args(["--out", out.to_str().unwrap(), "--run-name", "r", "--quiet"])
-        .env_remove("OPENAI_API_KEY")
         .output()
         .await
         .unwrap();

@@ -4,6 +4,8 @@
 //! `repaired`; strict plays the fallback (noop) for them and counts them `invalid`. Both record
 //! the parser in run.json, the counts in episode.json and the rates in summary.json/csv.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -36,8 +38,7 @@ fn json_file(path: &std::path::Path) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_rejects_repaired_replies_and_lenient_plays_them() {
-    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parser-modes");
-    let _ = std::fs::remove_dir_all(&out);
+    let out = support::scratch("parser-modes");
     for (name, parser) in [("lenient", None), ("strict", Some("strict"))] {
         let counter = Arc::new(AtomicUsize::new(0));
         let app = Router::new()
@@ -67,12 +68,7 @@ async fn strict_rejects_repaired_replies_and_lenient_plays_them() {
         if let Some(p) = parser {
             args.extend(["--parser", p]);
         }
-        let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
-            .args(&args)
-            .env_remove("OPENAI_API_KEY")
-            .output()
-            .await
-            .unwrap();
+        let o = support::tokio_command().args(&args).output().await.unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(counter.load(Ordering::SeqCst), 8);
 

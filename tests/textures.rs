@@ -6,25 +6,18 @@
 //! Python is observed through `$VLM_EVAL_PYTHON` pointing at a wrapper script that logs each
 //! invocation before running the real interpreter.
 
+mod support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// A fresh scratch folder (removed on drop).
+/// A fresh scratch folder (`support::fresh_dir`, removed on drop).
 struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "vlm-eval-textures-{tag}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
+        Scratch(support::fresh_dir(tag))
     }
 }
 
@@ -59,7 +52,7 @@ fn calls(log: &Path) -> usize {
 /// `vlm-eval env trace` for 3 steps with an empty environment except the given cache and
 /// Python.
 fn trace(cache: &Path, python: &Path, extra: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
+    let mut cmd = support::command();
     cmd.args(["env", "trace", "--seed", "4", "--steps", "3"])
         .env("VLM_EVAL_CACHE", cache)
         .env("VLM_EVAL_PYTHON", python)
@@ -72,7 +65,7 @@ fn trace(cache: &Path, python: &Path, extra: &[(&str, &str)]) -> Output {
 }
 
 fn assets_which(cache: &Path, python: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let out = support::command()
         .args(["assets", "which"])
         .env("VLM_EVAL_CACHE", cache)
         .env("VLM_EVAL_PYTHON", python)

@@ -8,8 +8,10 @@ use std::process::Output;
 /// The binary with an empty texture cache, no `$CRAFTER_ASSETS` and no download: bad-input
 /// tests never fetch textures (tests/textures.rs covers fetching).
 fn vlm_eval(args: &[&str]) -> Output {
-    // Never created: an absent cache is an empty one.
-    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-empty-cache");
+    // Never created: an absent cache is an empty one (cleared once per test binary, so that
+    // concurrent tests never remove it under each other).
+    static CACHE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(|| support::scratch("empty-cache"));
     let cache = cache.to_str().unwrap();
     support::run(
         args,

@@ -342,10 +342,8 @@ fn attention_matches_cpu() {
 }
 
 fn fixture() -> PathBuf {
-    std::env::var_os("VLM_EVAL_FIXTURE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen2vl"),
-        PathBuf::from,
-    )
+    std::env::var_os("VLM_EVAL_FIXTURE")
+        .map_or_else(|| support::fixture("tiny-qwen2vl"), PathBuf::from)
 }
 
 fn fixture_prompt<B: Backend>(e: &Engine<B>) -> Prompt {
@@ -679,7 +677,7 @@ fn tiny_model_bf16_matches_an_emulation_of_its_rounding() {
 
 /// `vlm-eval bench parity --device cuda` on the tiny fixture with extra environment.
 fn parity_child(env: &[(&str, &str)], dtype: &str) -> (Option<i32>, String) {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
+    let mut cmd = support::command();
     cmd.args(["bench", "parity", "--model-dir"])
         .arg(fixture())
         .args(["--device", "cuda", "--dtype", dtype, "--positions", "4"]);
@@ -724,8 +722,8 @@ fn driver_too_old_for_nvrtc_or_bf16_is_a_one_line_error() {
 fn cuda_without_a_driver_is_a_one_line_error() {
     // The child runs without LD_LIBRARY_PATH, so libraries found only through it (pip wheels,
     // scripts/cuda_standin.sh's stand-in) are missing there; system-wide ones are not.
-    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuda-missing");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let out_dir = support::scratch("cuda-missing");
+    let out = support::command()
         .env_remove("LD_LIBRARY_PATH")
         .args(["--model", &format!("local:{}", fixture().display())])
         .args([
@@ -1030,10 +1028,8 @@ fn delta_rule_matches_cpu_and_splits_like_one_call() {
 /// The tiny Qwen3.5 fixture (`VLM_EVAL_FIXTURE35` where the binary runs away from its source
 /// tree, as scripts/gpu_check.sh does).
 fn qwen35_fixture() -> PathBuf {
-    std::env::var_os("VLM_EVAL_FIXTURE35").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35"),
-        PathBuf::from,
-    )
+    std::env::var_os("VLM_EVAL_FIXTURE35")
+        .map_or_else(|| support::fixture("tiny-qwen35"), PathBuf::from)
 }
 
 /// transformers' reference in one of the fixture's files: the prompt, image embeddings, prefill

@@ -599,7 +599,7 @@ fn a_run_with_png_hashes_still_replays_and_says_so() {
     // It must find the built-in sprites, as the old run did (no cache, no CRAFTER_ASSETS).
     let empty_cache = d.join("empty-cache");
     std::fs::create_dir_all(&empty_cache).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let o = support::command()
         .args(["run", "--model", "mock", "--seeds", "3", "--steps", "3"])
         .args([
             "--frames",

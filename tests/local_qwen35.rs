@@ -199,9 +199,7 @@ fn crafter_frame_becomes_64_image_tokens_with_the_published_processor() {
 
 /// A copy of the fixture with `edit` applied, for bad-input tests.
 fn broken_copy(name: &str, edit: impl FnOnce(&Path)) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("qwen35-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::fresh_dir(&format!("qwen35-{name}"));
     for f in std::fs::read_dir(fixture()).unwrap() {
         let f = f.unwrap().path();
         std::fs::copy(&f, dir.join(f.file_name().unwrap())).unwrap();
@@ -219,7 +217,7 @@ fn edit_config(dir: &Path, f: impl FnOnce(&mut Value)) {
 
 /// Run `vlm-eval` on a local checkpoint; expect exit 2 and one error line containing `want`.
 fn expect_usage_error(dir: &Path, want: &str) {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let o = support::command()
         .args(["--model", &format!("local:{}", dir.display())])
         .args(["--device", "cpu", "--seeds", "1", "--steps", "1", "--quiet"])
         .output()
@@ -289,7 +287,7 @@ fn chat_template_cases_render_like_jinja2() {
     // apply_chat_template) rendered again through our ChatTokenizer, byte for byte; a case the
     // template refuses (raise_exception) must be refused here too. VLM_EVAL_TEMPLATE_CASES
     // adds a file made the same way from a real checkpoint's template.
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chat-templates");
+    let dir = support::fixture("chat-templates");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -305,8 +303,7 @@ fn chat_template_cases_render_like_jinja2() {
         serde_json::from_str(&std::fs::read_to_string(fixture().join("config.json")).unwrap())
             .unwrap();
     let image_token_id = config["image_token_id"].as_u64().unwrap() as u32;
-    let tmp = std::env::temp_dir().join(format!("vlm-eval-templates-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = support::fresh_dir("templates");
     std::fs::copy(fixture().join("tokenizer.json"), tmp.join("tokenizer.json")).unwrap();
     let mut checked = 0;
     for file in &files {
@@ -399,9 +396,8 @@ fn thinking_text_is_split_from_the_reply() {
 
 #[test]
 fn run_plays_qwen35_and_records_thinking() {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_qwen35_run");
-    let _ = std::fs::remove_dir_all(&out);
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let out = support::scratch("local_qwen35_run");
+    let o = support::command()
         .args(["--model", &format!("local:{}", fixture().display())])
         .args([
             "--device",
@@ -436,10 +432,9 @@ fn run_plays_qwen35_and_records_thinking() {
 fn trainer_checkpoint_bf16_sharded_plays_a_run() {
     // tests/fixtures/tiny-qwen35-ckpt-bf16: save_pretrained output (bf16, 3 shards and the
     // index, the tokenizer and processor files the trainer saved), read as it is.
-    let ckpt = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-qwen35-ckpt-bf16");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_qwen35_ckpt_run");
-    let _ = std::fs::remove_dir_all(&out);
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let ckpt = support::fixture("tiny-qwen35-ckpt-bf16");
+    let out = support::scratch("local_qwen35_ckpt_run");
+    let o = support::command()
         .args(["--model", &format!("local:{}", ckpt.display())])
         .args([
             "--device",
@@ -464,7 +459,7 @@ fn trainer_checkpoint_bf16_sharded_plays_a_run() {
     assert_eq!(run.episodes.len(), 1);
     // The bf16 weights are the f32 fixture's rounded: the same model up to that rounding.
     let full = engine();
-    let bf = Engine::load(&ckpt, CpuPacked::default()).unwrap();
+    let bf = support::packed_engine("tiny-qwen35-ckpt-bf16");
     let r = reference("reference.safetensors");
     let (a, b) = (
         full.prefill_logits(&ref_prompt(&r)).unwrap(),

@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use support::{max_abs_diff, Reference};
@@ -203,10 +203,9 @@ fn stop_ids_end_generation() {
 
 #[test]
 fn run_command_plays_with_the_local_model() {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_vlm_run");
-    let _ = std::fs::remove_dir_all(&out);
+    let out = support::scratch("local_vlm_run");
     let model = format!("local:{}", fixture().display());
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let o = support::command()
         .args([
             "--model",
             &model,
@@ -242,7 +241,7 @@ fn run_command_plays_with_the_local_model() {
 
 #[test]
 fn bad_checkpoint_folder_is_a_usage_error() {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let o = support::command()
         .args([
             "--model",
             "local:/nonexistent/ckpt",
@@ -260,9 +259,8 @@ fn bad_checkpoint_folder_is_a_usage_error() {
     assert_eq!(errors.len(), 1, "{err}");
     assert!(errors[0].contains("/nonexistent/ckpt"), "{err}");
     // bf16 weights run on the CPU too, and run.json says so.
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local_vlm_bf16");
-    let _ = std::fs::remove_dir_all(&out);
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let out = support::scratch("local_vlm_bf16");
+    let o = support::command()
         .args([
             "--model",
             &format!("local:{}", fixture().display()),

@@ -6,7 +6,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,17 +15,12 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::Router;
+use support::vlm_eval;
 use vlm_eval::model::baseline::ScriptedModel;
 use vlm_eval::model::mock::MockServer;
 
-fn vlm_eval(args: &[&str]) -> Output {
-    support::vlm_eval(args)
-}
-
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("vlm-eval-matrix-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    support::scratch(&format!("matrix-{name}"))
 }
 
 fn read_json(path: &Path) -> serde_json::Value {
@@ -60,10 +54,6 @@ fn finished_episodes(run: &Path) -> usize {
         .unwrap_or(0)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 const MODELS: [&str; 3] = ["mock", "scripted", "random"];
 
 #[test]
@@ -83,8 +73,8 @@ fn every_model_plays_as_its_own_run_and_the_end_is_compare_s_table() {
         out.to_str().unwrap(),
         "--quiet",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", support::stderr(&o));
+    let stdout = support::stdout(&o);
 
     // Oracle: each model run on its own, with the same flags, into another folder.
     let mut dirs = Vec::new();
@@ -101,7 +91,7 @@ fn every_model_plays_as_its_own_run_and_the_end_is_compare_s_table() {
             single.to_str().unwrap(),
             "--quiet",
         ]);
-        assert!(s.status.success(), "{}", text(&s.stderr));
+        assert!(s.status.success(), "{}", support::stderr(&s));
         let (m, r) = (out.join(&name), single.join(&name));
         assert!(m.join("run.json").is_file(), "default run name {name}");
         let info = read_json(&m.join("run.json"));
@@ -131,11 +121,11 @@ fn every_model_plays_as_its_own_run_and_the_end_is_compare_s_table() {
     args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
     args.extend(["--csv", cmp_csv.to_str().unwrap()]);
     let c = vlm_eval(&args);
-    assert!(c.status.success(), "{}", text(&c.stderr));
+    assert!(c.status.success(), "{}", support::stderr(&c));
     assert!(
-        stdout.contains(text(&c.stdout).trim_end()),
+        stdout.contains(support::stdout(&c).trim_end()),
         "matrix output:\n{stdout}\ncompare output:\n{}",
-        text(&c.stdout)
+        support::stdout(&c)
     );
     let matrix_csv = out.join("matrix_tool_both_64px_4t.csv");
     assert_eq!(
@@ -166,8 +156,8 @@ fn every_model_plays_as_its_own_run_and_the_end_is_compare_s_table() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
-    let err = text(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{}", support::stderr(&again));
+    let err = support::stderr(&again);
     assert!(
         err.contains("mock: resuming: 3 finished episode(s) kept"),
         "{err}"
@@ -279,23 +269,20 @@ headers = ["X-Team: crafter"]
     )
     .unwrap();
     let run = |extra: &'static [&'static str]| {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
-        cmd.args(["--config", cfg.to_str().unwrap()])
-            .args(extra)
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL");
+        let mut cmd = support::tokio_command();
+        cmd.args(["--config", cfg.to_str().unwrap()]).args(extra);
         cmd.output()
     };
     let o = run(&[]).await.unwrap();
-    let stdout = text(&o.stdout);
+    let stdout = support::stdout(&o);
     assert!(
         !slow.gave_up.load(Ordering::SeqCst),
         "the fast model never finished while the slow one held its requests: {}",
-        text(&o.stderr)
+        support::stderr(&o)
     );
     assert!(slow.held.load(Ordering::SeqCst) >= 1);
     // Worst of the models: the slow one's episodes errored.
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{}", support::stderr(&o));
 
     let fast_run = out.join("fast-model_tool_both_64px_3t");
     let slow_run = out.join("slow-model_tool_both_64px_3t");
@@ -325,9 +312,9 @@ headers = ["X-Team: crafter"]
     // played again (and fail again); --allow-errors makes that exit 0, as for one run.
     let kept = std::fs::read(episode_json(&fast_run, 3)).unwrap();
     let again = run(&["--allow-errors"]).await.unwrap();
-    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(again.status.code(), Some(0), "{}", support::stderr(&again));
     assert_eq!(std::fs::read(episode_json(&fast_run, 3)).unwrap(), kept);
-    assert!(text(&again.stderr).contains("fast-model: resuming: 4 finished episode(s) kept"));
+    assert!(support::stderr(&again).contains("fast-model: resuming: 4 finished episode(s) kept"));
     drop(fast);
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -348,7 +335,7 @@ fn bad_model_lists_are_one_line_usage_errors() {
             "1",
         ]);
         let o = vlm_eval(&all);
-        let err = text(&o.stderr);
+        let err = support::stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
         assert_eq!(

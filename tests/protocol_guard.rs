@@ -15,7 +15,7 @@ use std::process::Output;
 use serde_json::Value;
 
 fn vlm_eval(args: &[&str]) -> Output {
-    support::run(args, &["BALROG_SRC", "GITHUB_STEP_SUMMARY"], &[])
+    support::run(args, &["BALROG_SRC"], &[])
 }
 
 fn s(p: &Path) -> &str {
@@ -35,8 +35,7 @@ struct Runs {
 }
 
 fn runs() -> Runs {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("guard-runs");
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = support::scratch("guard-runs");
     let run = |name: &str, extra: &[&str]| {
         let mut args = vec!["--model", "mock", "--seed-list", "0,1,2", "--steps", "3"];
         args.extend(["--out", s(&dir), "--run-name", name, "--quiet"]);

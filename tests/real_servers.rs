@@ -484,11 +484,8 @@ async fn budgets_count_billed_failures() {
 // ---------------------------------------------------------------------------------------------
 
 async fn vlm_eval(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
-    cmd.args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("MY_KEY");
+    let mut cmd = support::tokio_command();
+    cmd.args(args).env_remove("MY_KEY");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -12,9 +12,7 @@ fn vlm_eval(args: &[&str], envs: &[(&str, &str)]) -> Output {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("vlm-eval-run-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    support::scratch(&format!("run-{name}"))
 }
 
 fn read_json(path: &Path) -> serde_json::Value {

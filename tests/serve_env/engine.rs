@@ -203,7 +203,7 @@ async fn a_session_equals_env_trace() {
         "place_stone",
     ];
     let steps = 90;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+    let out = crate::support::command()
         .args([
             "env",
             "trace",

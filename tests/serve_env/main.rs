@@ -9,6 +9,8 @@ mod balrog;
 mod balrog_support;
 mod engine;
 mod limits;
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::sync::Arc;
 

@@ -648,8 +648,8 @@ impl OpenSimplex {
         if self.x8 {
             // The kernel's lattice coordinates are `i32`: points beyond ±1e9 (or not finite)
             // take the scalar kernel, whose `i64` floor the reference has. One pass over all
-            // the points first (a loop the compiler vectorises); blocks are checked only if
-            // some point is out of range.
+            // the points first (loops the compiler vectorises); blocks of 32 are checked only
+            // if some point is out of range.
             let fits = |v: &f64| v.abs() <= 1e9;
             let mut all_fit = fits(&z);
             for v in x {
@@ -664,20 +664,15 @@ impl OpenSimplex {
                 unsafe { x8::noise3_many_x8(self, x, y, z, out) };
                 return;
             }
-            for ((x, y), out) in x.chunks(8).zip(y.chunks(8)).zip(out.chunks_mut(8)) {
-                let block_fits = || fits(&z) && x.iter().all(fits) && y.iter().all(fits);
-                if !(all_fit || block_fits()) {
+            for ((x, y), out) in x.chunks(32).zip(y.chunks(32)).zip(out.chunks_mut(32)) {
+                if fits(&z) && x.iter().all(fits) && y.iter().all(fits) {
+                    // SAFETY: as above, for this block's coordinates.
+                    unsafe { x8::noise3_many_x8(self, x, y, z, out) };
+                } else {
                     for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
                         *o = self.noise3(x, y, z);
                     }
-                    continue;
                 }
-                let (mut xs, mut ys) = ([0.0; 8], [0.0; 8]);
-                xs[..x.len()].copy_from_slice(x);
-                ys[..y.len()].copy_from_slice(y);
-                // SAFETY: `x8` is set only when the CPU has what the kernel needs.
-                let v = unsafe { x8::noise3_x8(self, &xs, &ys, z) };
-                out.copy_from_slice(&v[..out.len()]);
             }
             done = out.len();
         }

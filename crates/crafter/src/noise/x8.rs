@@ -1,5 +1,5 @@
-//! `noise3` at eight points at once with AVX-512, one point per lane, bit-identical to the
-//! scalar kernel.
+//! `noise3` with AVX-512, eight points per register (one point per lane) and four registers'
+//! worth per call, bit-identical to the scalar kernel.
 //!
 //! Every lane performs the reference's IEEE operations on its point in the reference's order
 //! (no fused multiply-add: each product and sum is its own instruction), so each lane's value
@@ -11,7 +11,8 @@
 //! - the lattice hash `perm[perm[perm[x] + y] + z] % 24` is three lookups in 256-entry byte
 //!   tables held in registers (`vpermi2b`, AVX-512 VBMI), and the gradient one more in a
 //!   24-entry one: byte lanes wrap at 256 exactly as Python's `& 0xFF`, and no gather waits
-//!   on memory.
+//!   on memory; the byte work of 32 points shares each instruction (four groups of eight
+//!   lanes), the floating-point work goes eight points per instruction.
 //!
 //! Points in a world's fields come in spatial order, where the scalar kernel's branches are
 //! mostly predicted; this kernel has none to mispredict and does eight points' arithmetic per
@@ -23,7 +24,7 @@ use super::cases::{COMPACT, GRADIENT_BYTES, K, SLOT_BYTES};
 use super::{OpenSimplex, NORM, SQUISH, STRETCH};
 use std::arch::x86_64::*;
 
-/// Whether this CPU runs [`noise3_x8`]: AVX-512 F, BW, DQ, VL and VBMI.
+/// Whether this CPU runs [`noise3_many_x8`]: AVX-512 F, BW, DQ, VL and VBMI.
 pub(super) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
@@ -53,13 +54,6 @@ impl Lut {
         let hi = _mm512_permutex2var_epi8(t2, idx, t3);
         _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi)
     }
-}
-
-/// The low eight byte lanes of `v`, sign-extended, as `f64`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512dq")]
-fn bytes_f64(v: __m512i) -> __m512d {
-    _mm512_cvtepi64_pd(_mm512_cvtepi8_epi64(_mm512_castsi512_si128(v)))
 }
 
 /// Eight `i32` lanes as the low eight byte lanes of a register (wrapping to a byte).
@@ -182,10 +176,11 @@ pub(super) unsafe fn noise3_many_x8(
     }
 }
 
-/// [`noise3_x8`] for thirty-two points, four groups of eight: the floating-point work is per
-/// group, as there, while the byte work (the case's table lookups, the lattice hash, the
-/// gradient index) is done once for all four, group `g` in byte lanes `8g..8g + 8`. Each lane
-/// performs the same operations as in [`noise3_x8`], so the same bits.
+/// `noise3(x[i], y[i], z)` for thirty-two points, four groups of eight: the floating-point
+/// work is per group, eight points per register, while the byte work (the case's table
+/// lookups, the lattice hash, the gradient index) is done once for all four, group `g` in byte
+/// lanes `8g..8g + 8`. Every lane performs the reference's operations on its point (module
+/// documentation), so the same bits.
 ///
 /// # Safety
 /// The CPU must have what [`available`] checks.
@@ -323,108 +318,5 @@ unsafe fn noise3_x32(n: &OpenSimplex, x: &[f64; 32], y: &[f64; 32], z: f64) -> [
         // SAFETY: eight-lane stores inside a thirty-two-element array.
         unsafe { _mm512_storeu_pd(out.as_mut_ptr().add(8 * g), _mm512_div_pd(v, norm)) };
     }
-    out
-}
-
-/// `noise3(x[i], y[i], z)` for eight points.
-///
-/// # Safety
-/// The CPU must have what [`available`] checks.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")]
-pub(super) unsafe fn noise3_x8(n: &OpenSimplex, x: &[f64; 8], y: &[f64; 8], z: f64) -> [f64; 8] {
-    // SAFETY: eight-lane loads from eight-element arrays.
-    let (x, y) = unsafe { (_mm512_loadu_pd(x.as_ptr()), _mm512_loadu_pd(y.as_ptr())) };
-    let z = _mm512_set1_pd(z);
-    // Place input coordinates on the simplectic honeycomb; floor to the super-cell origin.
-    let stretch = _mm512_mul_pd(
-        _mm512_add_pd(_mm512_add_pd(x, y), z),
-        _mm512_set1_pd(STRETCH),
-    );
-    let (xs, ys, zs) = (
-        _mm512_add_pd(x, stretch),
-        _mm512_add_pd(y, stretch),
-        _mm512_add_pd(z, stretch),
-    );
-    const FLOOR: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
-    let (xsb, ysb, zsb) = (
-        _mm512_roundscale_pd::<FLOOR>(xs),
-        _mm512_roundscale_pd::<FLOOR>(ys),
-        _mm512_roundscale_pd::<FLOOR>(zs),
-    );
-    // The lattice sum is an exact small integer in f64, as the reference's int sum converted.
-    let squish = _mm512_mul_pd(
-        _mm512_add_pd(_mm512_add_pd(xsb, ysb), zsb),
-        _mm512_set1_pd(SQUISH),
-    );
-    let d0 = [
-        _mm512_sub_pd(x, _mm512_add_pd(xsb, squish)),
-        _mm512_sub_pd(y, _mm512_add_pd(ysb, squish)),
-        _mm512_sub_pd(z, _mm512_add_pd(zsb, squish)),
-    ];
-    let (xi, yi, zi) = (
-        _mm512_sub_pd(xs, xsb),
-        _mm512_sub_pd(ys, ysb),
-        _mm512_sub_pd(zs, zsb),
-    );
-    let in_sum = _mm512_add_pd(_mm512_add_pd(xi, yi), zi);
-    let case = case_x8(xi, yi, zi, in_sum);
-    // SAFETY: 64-byte loads from the 128-byte case map.
-    let (map0, map1) = unsafe {
-        (
-            _mm512_loadu_si512(COMPACT.0.as_ptr().cast()),
-            _mm512_loadu_si512(COMPACT.0.as_ptr().add(64).cast()),
-        )
-    };
-    let id = _mm512_permutex2var_epi8(map0, i32_bytes(case), map1);
-    let base = [xsb, ysb, zsb].map(|b| i32_bytes(_mm512_cvtpd_epi32(b)));
-    let (perm, grad24) = (Lut::load(&n.perm), Lut::load(&n.grad24));
-    // SAFETY: 64-byte loads of 64-byte tables.
-    let gradient = GRADIENT_BYTES.map(|t| unsafe { _mm512_loadu_si512(t.as_ptr().cast()) });
-    let k_table = _mm512_setr_pd(K[0], K[1], K[2], K[3], 0.0, 0.0, 0.0, 0.0);
-    let two = _mm512_set1_pd(2.0);
-    let mut value = _mm512_setzero_pd();
-    for (s, tables) in SLOT_BYTES.iter().enumerate() {
-        // SAFETY: 64-byte loads of 64-byte tables.
-        let lut = |t: usize| unsafe {
-            _mm512_permutexvar_epi8(id, _mm512_loadu_si512(tables[t].as_ptr().cast()))
-        };
-        let b = _mm512_permutexvar_pd(
-            _mm512_cvtepi8_epi64(_mm512_castsi512_si128(lut(9))),
-            k_table,
-        );
-        let o = [lut(0), lut(1), lut(2)];
-        // Base slots: `a` is the offset and `c` is 0 (`x - 0.0 == x`, so it is left out).
-        let d = if s < 6 {
-            [0, 1, 2].map(|ax| _mm512_sub_pd(_mm512_sub_pd(d0[ax], bytes_f64(o[ax])), b))
-        } else {
-            [0, 1, 2].map(|ax| {
-                let v = _mm512_sub_pd(d0[ax], bytes_f64(lut(3 + ax)));
-                _mm512_sub_pd(_mm512_sub_pd(v, b), bytes_f64(lut(6 + ax)))
-            })
-        };
-        let attn = _mm512_sub_pd(
-            _mm512_sub_pd(
-                _mm512_sub_pd(two, _mm512_mul_pd(d[0], d[0])),
-                _mm512_mul_pd(d[1], d[1]),
-            ),
-            _mm512_mul_pd(d[2], d[2]),
-        );
-        let p0 = perm.get(_mm512_add_epi8(base[0], o[0]));
-        let p1 = perm.get(_mm512_add_epi8(p0, _mm512_add_epi8(base[1], o[1])));
-        let gi = grad24.get(_mm512_add_epi8(p1, _mm512_add_epi8(base[2], o[2])));
-        let g = gradient.map(|t| bytes_f64(_mm512_permutexvar_epi8(gi, t)));
-        let ext = _mm512_add_pd(
-            _mm512_add_pd(_mm512_mul_pd(g[0], d[0]), _mm512_mul_pd(g[1], d[1])),
-            _mm512_mul_pd(g[2], d[2]),
-        );
-        let a2 = _mm512_mul_pd(attn, attn);
-        let contrib = _mm512_mul_pd(_mm512_mul_pd(a2, a2), ext);
-        let live = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(attn, _mm512_setzero_pd());
-        value = _mm512_add_pd(value, _mm512_maskz_mov_pd(live, contrib));
-    }
-    let mut out = [0.0f64; 8];
-    // SAFETY: eight f64 stores into an eight-element array.
-    unsafe { _mm512_storeu_pd(out.as_mut_ptr(), _mm512_div_pd(value, _mm512_set1_pd(NORM))) };
     out
 }

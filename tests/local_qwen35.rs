@@ -217,11 +217,17 @@ fn edit_config(dir: &Path, f: impl FnOnce(&mut Value)) {
 
 /// Run `vlm-eval` on a local checkpoint; expect exit 2 and one error line containing `want`.
 fn expect_usage_error(dir: &Path, want: &str) {
+    let results = dir.with_extension("results");
+    let _ = std::fs::remove_dir_all(&results);
     let o = support::command()
         .args(["--model", &format!("local:{}", dir.display())])
         .args(["--device", "cpu", "--seeds", "1", "--steps", "1", "--quiet"])
+        .arg("--out")
+        .arg(&results)
         .output()
         .unwrap();
+    // The checkpoint is read before the run folder is made: a bad one leaves none behind.
+    assert!(!results.exists(), "{} was created", results.display());
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(!err.contains("panicked"), "{err}");

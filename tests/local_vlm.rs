@@ -241,6 +241,7 @@ fn run_command_plays_with_the_local_model() {
 
 #[test]
 fn bad_checkpoint_folder_is_a_usage_error() {
+    let results = support::scratch("bad_checkpoint_results");
     let o = support::command()
         .args([
             "--model",
@@ -250,7 +251,9 @@ fn bad_checkpoint_folder_is_a_usage_error() {
             "--steps",
             "1",
             "--quiet",
+            "--out",
         ])
+        .arg(&results)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
@@ -258,6 +261,8 @@ fn bad_checkpoint_folder_is_a_usage_error() {
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(errors.len(), 1, "{err}");
     assert!(errors[0].contains("/nonexistent/ckpt"), "{err}");
+    // The checkpoint is read before the run folder is made: a bad one leaves no folder behind.
+    assert!(!results.exists(), "{} was created", results.display());
     // bf16 weights run on the CPU too, and run.json says so.
     let out = support::scratch("local_vlm_bf16");
     let o = support::command()

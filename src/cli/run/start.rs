@@ -75,6 +75,11 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
         progress: !a.quiet,
         run_info,
     };
+    // A local checkpoint loads before the run folder is made, so a bad one leaves no folder.
+    let local_model = match &rr.local_dir {
+        Some(dir) => Some(load_local(rr.model_name.clone(), dir, a, rr.concurrency)?),
+        None => None,
+    };
     let store = RunDir::new(rr.out.join(&rr.run_name));
     // One writer per run folder: refused here, before any request or change in the folder.
     let lock = crate::cli::common::hold_run_folder(&store.root)?;
@@ -100,10 +105,6 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
             &rr.key_env,
             a.api_key_file.as_deref(),
         )),
-    };
-    let local_model = match &rr.local_dir {
-        Some(dir) => Some(load_local(rr.model_name.clone(), dir, a, rr.concurrency)?),
-        None => None,
     };
     Ok(RunPlan {
         opts,

@@ -1,5 +1,5 @@
 //! Measure PNG encoder settings on real frames (docs/BENCHMARKS.md, "Frame files"): bytes per
-//! frame and encode time per frame for each setting, on day and night frames at 64 and 256 px,
+//! frame and encode time per frame for each setting, on day and night frames at 64 to 256 px,
 //! with the decoded pixels checked against the frame's.
 //!
 //! `cargo run --release --example png_settings` (uses CRAFTER_ASSETS when set, else the
@@ -139,11 +139,11 @@ fn main() {
             Box::new(|f, s| encode_rgb(f, s, D::FdeflateUltraFast, F::Sub)),
         ),
         (
-            "rgb fdeflate up",
+            "rgb fdeflate up (encode_png up to 128 px)",
             Box::new(|f, s| encode_rgb(f, s, D::FdeflateUltraFast, F::Up)),
         ),
         (
-            "rgb fdeflate paeth (encode_png now)",
+            "rgb fdeflate paeth (encode_png above 128 px)",
             Box::new(vlm_eval::agent::observe::encode_png),
         ),
         (
@@ -175,7 +175,7 @@ fn main() {
             Box::new(|f, s| encode_indexed(f, s, D::Level(6), F::NoFilter)),
         ),
     ];
-    for size in [64usize, 256] {
+    for size in [64usize, 96, 128, 192, 256] {
         for night in [false, true] {
             let fs = frames(&textures, size, night);
             let mut base_t = 0.0;

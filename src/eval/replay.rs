@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::agent::dialog::PlayOptions;
-use crate::agent::observe::encode_png;
+use crate::agent::observe::{encode_png, encode_png_paeth};
 use crate::crafter::textures::FetchPolicy;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ENGINE_PARITY};
 use crate::results::formats::EpisodeResult;
@@ -351,10 +351,11 @@ impl Checker<'_> {
     /// One frame's PNG (when encoding) and its hash of the episode's kind.
     fn hash_one(&self, rgb: &[u8]) -> (Vec<u8>, String) {
         let size = self.size;
-        let png = if self.encode {
-            encode_png(rgb, size)
-        } else {
-            Vec::new()
+        let png = match (self.encode, self.kind) {
+            (false, _) => Vec::new(),
+            // Those runs hashed the PNG of their version's encoder.
+            (true, FrameHashKind::Png) => encode_png_paeth(rgb, size),
+            (true, FrameHashKind::Rgb) => encode_png(rgb, size),
         };
         let hash = match self.kind {
             FrameHashKind::Png => sha256_hex(&png),

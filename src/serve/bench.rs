@@ -1,11 +1,18 @@
 //! The `bench serve` measurement: env steps per second through the HTTP API with many concurrent
 //! sessions, and session-creation (reset) latency, measured with an in-process server and an
-//! in-process HTTP client on loopback (both share the machine's cores).
+//! in-process HTTP client on loopback (both share the machine's cores): one kept-alive
+//! connection per session, answers parsed for what an RL worker reads.
 
+use std::borrow::Cow;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use http::{header, Method, Request};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{start, ServeConfig};
@@ -48,54 +55,120 @@ pub struct ServeBenchReport {
     pub create_all_ms: f64,
 }
 
-async fn post(client: &reqwest::Client, url: &str, body: &Value) -> Result<Value, String> {
-    let resp = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .map_err(|e| format!("POST {url}: {e}"))?;
-    let status = resp.status();
-    let bytes = resp.bytes().await.map_err(|e| format!("POST {url}: {e}"))?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|e| format!("POST {url}: {e}"))?;
-    if !status.is_success() {
-        return Err(format!("POST {url}: HTTP {status}: {v}"));
-    }
-    Ok(v)
+/// One kept-alive HTTP/1 connection to the server, as an RL worker holds one per env: hyper's
+/// connection API with no pool in between, so the client's share of these cores stays small.
+struct Conn {
+    send: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    host: String,
 }
 
-async fn create(
-    client: &reqwest::Client,
-    base: &str,
-    seed: i64,
-    size: usize,
-) -> Result<String, String> {
-    let v = post(
-        client,
-        &format!("{base}/v1/sessions"),
-        &json!({"seed": seed, "image_size": size}),
-    )
-    .await?;
-    v["id"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| "no session id".to_string())
+impl Conn {
+    async fn open(addr: SocketAddr) -> Result<Conn, String> {
+        let tcp = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        tcp.set_nodelay(true)
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Conn {
+            send,
+            host: addr.to_string(),
+        })
+    }
+
+    /// Send one request; the body of a 2xx answer.
+    async fn call(&mut self, method: Method, path: &str, body: Vec<u8>) -> Result<Bytes, String> {
+        let what = || format!("{method} {path}");
+        self.send
+            .ready()
+            .await
+            .map_err(|e| format!("{}: {e}", what()))?;
+        let req = Request::builder()
+            .method(method.clone())
+            .uri(path)
+            .header(header::HOST, &self.host)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| format!("{}: {e}", what()))?;
+        let resp = self
+            .send
+            .send_request(req)
+            .await
+            .map_err(|e| format!("{}: {e}", what()))?;
+        let status = resp.status();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("{}: {e}", what()))?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(format!(
+                "{}: HTTP {status}: {}",
+                what(),
+                String::from_utf8_lossy(&bytes)
+            ));
+        }
+        Ok(bytes)
+    }
+
+    async fn post(&mut self, path: &str, body: &Value) -> Result<Bytes, String> {
+        self.call(Method::POST, path, body.to_string().into_bytes())
+            .await
+    }
+
+    async fn create(&mut self, seed: i64, size: usize) -> Result<String, String> {
+        let bytes = self
+            .post("/v1/sessions", &json!({"seed": seed, "image_size": size}))
+            .await?;
+        let v: Created = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("POST /v1/sessions: unreadable answer: {e}"))?;
+        Ok(v.id)
+    }
+
+    async fn close(&mut self, id: &str) -> Result<(), String> {
+        self.call(Method::DELETE, &format!("/v1/sessions/{id}"), Vec::new())
+            .await
+            .map(drop)
+    }
+}
+
+#[derive(Deserialize)]
+struct Created {
+    id: String,
+}
+
+/// What an RL worker reads from a step answer (the rest is skipped by the parser).
+#[derive(Deserialize)]
+struct StepReply<'a> {
+    #[serde(borrow)]
+    actions: Vec<&'a str>,
+    done: bool,
+    #[serde(borrow)]
+    observation: Cow<'a, str>,
+    #[serde(borrow)]
+    frame_png_b64: Option<&'a str>,
 }
 
 /// One session's loop: `requests` step requests with random actions; a new session after done.
 async fn drive(
-    client: reqwest::Client,
-    base: String,
+    addr: SocketAddr,
     index: usize,
     requests: usize,
     size: usize,
     text: bool,
 ) -> Result<u64, String> {
+    let mut conn = Conn::open(addr).await?;
     let mut rng = RandomState::new(index as u32);
     let mut seed = index as i64;
-    let mut id = create(&client, &base, seed, size).await?;
+    let mut id = conn.create(seed, size).await?;
     let mut steps = 0u64;
+    let mut read = 0usize;
     for _ in 0..requests {
         let mut pick = || Action::ALL[rng.randint(0, Action::ALL.len() as i64) as usize].name();
         let body = if text {
@@ -107,41 +180,33 @@ async fn drive(
         } else {
             json!({"actions": [pick()]})
         };
-        let v = post(&client, &format!("{base}/v1/sessions/{id}/step"), &body).await?;
-        steps += v["actions"].as_array().map_or(0, |a| a.len() as u64);
-        if v["done"].as_bool() == Some(true) {
-            let _ = client
-                .delete(format!("{base}/v1/sessions/{id}"))
-                .send()
-                .await;
+        let path = format!("/v1/sessions/{id}/step");
+        let bytes = conn.post(&path, &body).await?;
+        let r: StepReply = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("POST {path}: unreadable answer: {e}"))?;
+        steps += r.actions.len() as u64;
+        read += r.observation.len() + r.frame_png_b64.map_or(0, str::len);
+        if r.done {
+            conn.close(&id).await?;
             seed += 1000;
-            id = create(&client, &base, seed, size).await?;
+            id = conn.create(seed, size).await?;
         }
     }
-    let _ = client
-        .delete(format!("{base}/v1/sessions/{id}"))
-        .send()
-        .await;
+    conn.close(&id).await?;
+    if read == 0 {
+        return Err("the server sent no observation".into());
+    }
     Ok(steps)
 }
 
-async fn throughput(a: &ServeBenchOptions, base: &str, text: bool) -> Result<(f64, f64), String> {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(a.sessions)
-        .build()
-        .map_err(|e| e.to_string())?;
+async fn throughput(
+    a: &ServeBenchOptions,
+    addr: SocketAddr,
+    text: bool,
+) -> Result<(f64, f64), String> {
     let started = Instant::now();
     let tasks: Vec<_> = (0..a.sessions)
-        .map(|i| {
-            tokio::spawn(drive(
-                client.clone(),
-                base.to_string(),
-                i,
-                a.requests,
-                a.image_size,
-                text,
-            ))
-        })
+        .map(|i| tokio::spawn(drive(addr, i, a.requests, a.image_size, text)))
         .collect();
     let mut steps = 0;
     for t in tasks {
@@ -170,30 +235,23 @@ pub async fn bench_serve(
     let server = start(cfg, textures)
         .await
         .map_err(|e| format!("cannot start the server: {e}"))?;
-    let base = server.base_url();
-    let client = reqwest::Client::new();
+    let addr = server.addr();
+    let mut conn = Conn::open(addr).await?;
     // Warm up the connection and the code paths.
-    let id = create(&client, &base, 0, a.image_size).await?;
-    post(
-        &client,
-        &format!("{base}/v1/sessions/{id}/step"),
+    let id = conn.create(0, a.image_size).await?;
+    conn.post(
+        &format!("/v1/sessions/{id}/step"),
         &json!({"actions": ["noop"]}),
     )
     .await?;
-    let _ = client
-        .delete(format!("{base}/v1/sessions/{id}"))
-        .send()
-        .await;
+    conn.close(&id).await?;
 
     let mut reset_ms = Vec::with_capacity(a.resets);
     for i in 0..a.resets {
         let t = Instant::now();
-        let id = create(&client, &base, 10_000 + i as i64, a.image_size).await?;
+        let id = conn.create(10_000 + i as i64, a.image_size).await?;
         reset_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        let _ = client
-            .delete(format!("{base}/v1/sessions/{id}"))
-            .send()
-            .await;
+        conn.close(&id).await?;
     }
     reset_ms.sort_by(f64::total_cmp);
     let median = reset_ms
@@ -202,21 +260,22 @@ pub async fn bench_serve(
         .unwrap_or(f64::NAN);
     let mean = reset_ms.iter().sum::<f64>() / reset_ms.len().max(1) as f64;
 
+    // All sessions created at once, each over its own connection.
     let t = Instant::now();
-    let ids = futures::future::join_all(
-        (0..a.sessions).map(|i| create(&client, &base, 20_000 + i as i64, a.image_size)),
-    )
+    let created = futures::future::join_all((0..a.sessions).map(|i| async move {
+        let mut c = Conn::open(addr).await?;
+        let id = c.create(20_000 + i as i64, a.image_size).await?;
+        Ok::<_, String>((c, id))
+    }))
     .await;
     let create_all_ms = t.elapsed().as_secs_f64() * 1e3;
-    for id in ids.into_iter().flatten() {
-        let _ = client
-            .delete(format!("{base}/v1/sessions/{id}"))
-            .send()
-            .await;
+    for made in created {
+        let (mut c, id) = made?;
+        c.close(&id).await?;
     }
 
-    let (sps_a, rps_a) = throughput(a, &base, false).await?;
-    let (sps_t, rps_t) = throughput(a, &base, true).await?;
+    let (sps_a, rps_a) = throughput(a, addr, false).await?;
+    let (sps_t, rps_t) = throughput(a, addr, true).await?;
     server.shutdown().await;
     Ok(ServeBenchReport {
         sessions: a.sessions,

@@ -3,8 +3,8 @@
 //! Each session is one seeded episode stepped exactly as the evaluator steps it (same
 //! observation text, frames, reply parser and rewards); see `docs/RL.md` for the API. Sessions
 //! live in memory, expire after an idle timeout, and are capped in number; one session's
-//! requests are serialised by its own lock while different sessions step in parallel on the
-//! blocking thread pool.
+//! requests are serialised by its own lock while different sessions step in parallel: small
+//! steps on the async workers, larger ones (and resets) on the blocking thread pool.
 
 pub mod api;
 pub mod bench;
@@ -63,6 +63,10 @@ impl Default for ServeConfig {
 /// One open session and when it was last used.
 struct Slot {
     session: Mutex<Session>,
+    /// Frame side in pixels (fixed at creation; read without the lock).
+    image_size: usize,
+    /// Most actions taken from one `text` input (fixed at creation).
+    max_actions: usize,
     /// Milliseconds since the server started.
     last_used: AtomicU64,
     /// The episode has ended (a session still open then is waiting for its DELETE).

@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::api::{constant_time_eq, parse_body, ApiError, CreateRequest, StepRequest};
-use super::session::{Frames, Session};
+use super::session::{json_with_frame, Frames, Input, Session, SessionOptions, StateView};
 use super::{AppState, Slot};
 use crate::agent::parse::Protocol;
 use crate::agent::prompt::Prompts;
@@ -220,7 +220,7 @@ async fn info(State(st): Shared) -> Json<Value> {
 async fn create(
     State(st): Shared,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let body = body_of(&st, body)?;
     let req: CreateRequest = parse_body(&body)?;
     let opts = req.options(&st.cfg.defaults)?;
@@ -245,11 +245,12 @@ async fn create(
     .map_err(|_| internal("creating the session"))?
     .map_err(ApiError::bad_request)?;
     let (session, view) = session;
+    let (image_size, max_actions) = (session.options().image_size, session.options().max_actions);
     let id = st.new_id();
     let (seed, world_seed, options) = (
         session.options().seed,
         session.world_seed(),
-        serde_json::to_value(session.options()).unwrap_or(Value::Null),
+        session.options().clone(),
     );
     {
         let mut table = st.table();
@@ -261,15 +262,50 @@ async fn create(
             id.clone(),
             Arc::new(Slot {
                 session: std::sync::Mutex::new(session),
+                image_size,
+                max_actions,
                 last_used: st.now_ms().into(),
                 finished: false.into(),
             }),
         );
     }
     st.counters.created.fetch_add(1, Ordering::Relaxed);
-    let mut out = json!({"id": id, "seed": seed, "world_seed": world_seed, "options": options});
-    merge(&mut out, serde_json::to_value(view).unwrap_or(Value::Null));
-    Ok(Json(out))
+    opened(&id, seed, world_seed, &options, &view)
+}
+
+/// The answer to creating or showing a session: its id, seeds and options, then its state.
+fn opened(
+    id: &str,
+    seed: i64,
+    world_seed: u32,
+    options: &SessionOptions,
+    state: &StateView,
+) -> Result<Response, ApiError> {
+    #[derive(serde::Serialize)]
+    struct Opened<'a> {
+        id: &'a str,
+        seed: i64,
+        world_seed: u32,
+        options: &'a SessionOptions,
+        #[serde(flatten)]
+        state: &'a StateView,
+    }
+    let body = json_with_frame(
+        &Opened {
+            id,
+            seed,
+            world_seed,
+            options,
+            state,
+        },
+        state.frame_png.as_deref(),
+    )
+    .map_err(|_| internal("writing the response"))?;
+    Ok(json_response(body))
+}
+
+fn json_response(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// A response body: the session id followed by the fields of `inner`.
@@ -280,13 +316,7 @@ struct WithId<'a, T> {
     inner: T,
 }
 
-fn merge(into: &mut Value, from: Value) {
-    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), from) {
-        a.extend(b);
-    }
-}
-
-async fn show(State(st): Shared, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn show(State(st): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
     let slot = lookup(&st, &id)?;
     let view = tokio::task::spawn_blocking(move || {
         let s = slot
@@ -299,14 +329,7 @@ async fn show(State(st): Shared, Path(id): Path<String>) -> Result<Json<Value>, 
     .map_err(|_| internal("reading the session"))??;
     let (options, world_seed, state) = view;
     // The same fields as the create response, so a client can recover a session from it.
-    let mut out = json!({
-        "id": id,
-        "seed": options.seed,
-        "world_seed": world_seed,
-        "options": serde_json::to_value(&options).unwrap_or(Value::Null),
-    });
-    merge(&mut out, serde_json::to_value(state).unwrap_or(Value::Null));
-    Ok(Json(out))
+    opened(&id, options.seed, world_seed, &options, &state)
 }
 
 async fn step(
@@ -318,6 +341,7 @@ async fn step(
     let slot = lookup(&st, &id)?;
     let (input, frames) = parse_body::<StepRequest>(&body)?.input()?;
     st.counters.step_requests.fetch_add(1, Ordering::Relaxed);
+    let inline = runs_inline(&input, frames, &slot);
     let work = move || {
         let mut s = slot.session.lock().map_err(|_| internal("stepping"))?;
         let r = s
@@ -338,15 +362,44 @@ async fn step(
             }
         }
         // Serialised here, once, straight from the report (not through a `Value`).
-        serde_json::to_vec(&WithId { id: &id, inner: r? })
+        let r = r?;
+        json_with_frame(&WithId { id: &id, inner: &r }, r.state.frame_png.as_deref())
             .map_err(|_| internal("writing the response"))
     };
-    // On the blocking pool: measured faster than stepping inline on the async workers
-    // (`bench serve`, 64 sessions: ~5,200 vs ~2,700 steps/s on a 2-core VM).
-    let body = tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|_| internal("stepping"))??;
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    let body = if inline {
+        work()?
+    } else {
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|_| internal("stepping"))??
+    };
+    Ok(json_response(body))
+}
+
+/// Work a step may do on an async worker, in 64-px frames rendered (a PNG encode counts as
+/// two): about 40 µs. Larger steps go to the blocking pool, so that one of them cannot hold up
+/// the other connections on that worker.
+const INLINE_FRAMES: usize = 8;
+
+/// Longest model text parsed on an async worker.
+const INLINE_TEXT_BYTES: usize = 4096;
+
+/// Whether a step is small enough to run on the async worker that received it. Handing a
+/// small step to the blocking pool and back costs two thread wake-ups, more than the step
+/// itself (`bench serve`, 64 sessions at 64 px: docs/BENCHMARKS.md, "Env server").
+fn runs_inline(input: &Input, frames: Frames, slot: &Slot) -> bool {
+    let steps = match input {
+        Input::Actions(a) => a.len(),
+        Input::Text(t) if t.len() <= INLINE_TEXT_BYTES => slot.max_actions,
+        Input::Text(_) => return false,
+    };
+    let encoded = match frames {
+        Frames::All => steps + 1,
+        Frames::Last => 1,
+        Frames::None => 0,
+    };
+    let area = (slot.image_size * slot.image_size).div_ceil(64 * 64);
+    (steps + 2 * encoded) * area <= INLINE_FRAMES
 }
 
 async fn close(State(st): Shared, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use base64::Engine as _;
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
 use crate::agent::balrog::{balrog_observation, BalrogObs, BalrogTexts};
 use crate::agent::dialog::PlayOptions;
@@ -16,7 +16,7 @@ use crate::agent::observe::{observe, ObsFormat};
 use crate::agent::parse::{judge_reply, Judged, ParserMode, Protocol, Reply};
 use crate::agent::preset::{Feedback, Layout};
 use crate::agent::prompt::INVALID_NOTE;
-use crate::crafter::rules::item;
+use crate::crafter::rules::{item, N_ITEMS};
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES, ITEM_NAMES};
 
 /// Options fixed when a session is created.
@@ -111,7 +111,7 @@ pub struct StateView {
     /// Health, food, drink, energy.
     pub vitals: Vitals,
     /// Items other than the vitals, in crafter's order.
-    pub inventory: Map<String, Value>,
+    pub inventory: Inventory,
     /// Achievements unlocked so far this episode (each once), in crafter's order.
     pub achievements: Vec<&'static str>,
     /// Number of unlocked achievements.
@@ -128,9 +128,53 @@ pub struct StateView {
     /// `text` input with no usable action, as BALROG's evaluator hands it to the agent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balrog: Option<BalrogObs>,
-    /// Base64 PNG of the current frame (absent with `frames: "none"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub frame_png_b64: Option<String>,
+    /// PNG of the current frame (absent with `frames: "none"`), sent as `frame_png_b64` by
+    /// [`json_with_frame`].
+    #[serde(skip)]
+    pub frame_png: Option<Vec<u8>>,
+}
+
+/// A player's items other than the vitals, written as a JSON object (name → count) in
+/// crafter's order, with no map or key strings built per response.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Inventory(pub [i32; N_ITEMS]);
+
+impl Serialize for Inventory {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(N_ITEMS - 4))?;
+        for (name, count) in ITEM_NAMES.iter().zip(&self.0).skip(4) {
+            map.serialize_entry(name, count)?;
+        }
+        map.end()
+    }
+}
+
+/// `value` (a JSON object) with `"frame_png_b64": "<base64 of png>"` as its last field when
+/// there is a frame. The base64 goes straight into the body: it needs no escaping, so it is
+/// neither built as a string of its own nor scanned by the serializer.
+pub fn json_with_frame<T: Serialize>(value: &T, png: Option<&[u8]>) -> serde_json::Result<Vec<u8>> {
+    let b64_len = png.map_or(0, |p| p.len().div_ceil(3) * 4);
+    let mut out = Vec::with_capacity(1024 + b64_len);
+    serde_json::to_writer(&mut out, value)?;
+    let Some(png) = png else { return Ok(out) };
+    if out.last() != Some(&b'}') {
+        return Err(serde::ser::Error::custom(
+            "a response body must be a JSON object",
+        ));
+    }
+    out.pop();
+    if out.len() > 1 {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"frame_png_b64\":\"");
+    let start = out.len();
+    out.resize(start + b64_len, 0);
+    let written = base64::engine::general_purpose::STANDARD
+        .encode_slice(png, &mut out[start..])
+        .map_err(serde::ser::Error::custom)?;
+    out.truncate(start + written);
+    out.extend_from_slice(b"\"}");
+    Ok(out)
 }
 
 /// What one step request did.
@@ -259,12 +303,7 @@ impl Session {
                 drink: inv[item::DRINK],
                 energy: inv[item::ENERGY],
             },
-            inventory: ITEM_NAMES
-                .iter()
-                .zip(inv.iter())
-                .skip(4)
-                .map(|(k, v)| (k.to_string(), Value::from(*v)))
-                .collect(),
+            inventory: Inventory(*inv),
             achievements,
             score,
             progression: score as f64 / ACHIEVEMENT_NAMES.len() as f64,
@@ -275,8 +314,8 @@ impl Session {
                 None => observe(&self.env, self.opts.obs_format),
             },
             balrog,
-            frame_png_b64: (frames != Frames::None)
-                .then(|| b64(&encode_png(self.env.frame(), self.opts.image_size))),
+            frame_png: (frames != Frames::None)
+                .then(|| encode_png(self.env.frame(), self.opts.image_size)),
         }
     }
 

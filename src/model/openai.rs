@@ -240,11 +240,11 @@ impl OpenAiModel {
             quick,
             api_key: config.api_key.clone(),
         };
-        // with_http_client first: calling it after with_http_service would reinstall the
-        // library's own retrying executor.
-        let client = Client::with_config(openai)
-            .with_http_client(http)
-            .with_http_service(transport);
+        // `build`, not `with_config`: that one first makes a default reqwest client, which
+        // loads the system's certificate store (~150 files, tens of ms at every start) even
+        // for a plain-HTTP endpoint. Then the transport, last: calling `with_http_client`
+        // after `with_http_service` would reinstall the library's own retrying executor.
+        let client = Client::build(http, openai).with_http_service(transport);
         let seed = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)

@@ -50,5 +50,5 @@ print("| measurement | Python crafter 1.8.3 in-process | vlm-eval serve-env | ra
 print("|---|---|---|---|")
 for name, p, r, lower in rows:
     ratio = p / r if lower else r / p
-    print(f"| {name} | {p:,.1f} | {r:,.1f} | {ratio:,.0f}x |")
+    print(f"| {name} | {p:,.1f} | {r:,.1f} | {ratio:,.1f}x |")
 PY

@@ -19,7 +19,8 @@ struct Sprite {
     /// For an RGBA sprite, per pixel what `_draw_alpha` does with it (empty for RGB).
     blend: Vec<Blend>,
     /// The first three channels as planes in column order, `[c][x][y]`: a night frame copies a
-    /// bare material cell from here a column at a time.
+    /// bare material cell from here a column at a time. Made for material sprites only
+    /// ([`Sprite::with_planar`]); empty for the others, which nothing reads that way.
     planar: Vec<u8>,
 }
 
@@ -62,22 +63,29 @@ impl Sprite {
         } else {
             Vec::new()
         };
-        let mut planar = vec![0; 3 * w * h];
-        for c in 0..3 {
-            for x in 0..w {
-                for y in 0..h {
-                    planar[(c * w + x) * h + y] = data[(y * w + x) * channels + c];
-                }
-            }
-        }
         Sprite {
             w,
             h,
             channels,
             data,
             blend,
-            planar,
+            planar: Vec::new(),
         }
+    }
+
+    /// This sprite with its column-order planes made (material sprites, for night frames).
+    fn with_planar(mut self) -> Sprite {
+        let (w, h, channels) = (self.w, self.h, self.channels);
+        let mut planar = vec![0; 3 * w * h];
+        for c in 0..3 {
+            for x in 0..w {
+                for y in 0..h {
+                    planar[(c * w + x) * h + y] = self.data[(y * w + x) * channels + c];
+                }
+            }
+        }
+        self.planar = planar;
+        self
     }
 }
 
@@ -297,7 +305,10 @@ impl Renderer {
                 (size[0] - unit[0] * view[0]) / 2,
                 (size[1] - unit[1] * view[1]) / 2,
             ],
-            materials: Material::ALL.iter().map(|m| cell(m.name())).collect(),
+            materials: Material::ALL
+                .iter()
+                .map(|m| cell(m.name()).with_planar())
+                .collect(),
             player: [
                 "player-left",
                 "player-right",

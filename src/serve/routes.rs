@@ -341,7 +341,7 @@ async fn step(
     let slot = lookup(&st, &id)?;
     let (input, frames) = parse_body::<StepRequest>(&body)?.input()?;
     st.counters.step_requests.fetch_add(1, Ordering::Relaxed);
-    let inline = runs_inline(&input, frames, &slot);
+    let inline = runs_inline(&input, frames, slot.image_size, slot.max_actions);
     let work = move || {
         let mut s = slot.session.lock().map_err(|_| internal("stepping"))?;
         let r = s
@@ -387,10 +387,10 @@ const INLINE_TEXT_BYTES: usize = 4096;
 /// Whether a step is small enough to run on the async worker that received it. Handing a
 /// small step to the blocking pool and back costs two thread wake-ups, more than the step
 /// itself (`bench serve`, 64 sessions at 64 px: docs/BENCHMARKS.md, "Env server").
-fn runs_inline(input: &Input, frames: Frames, slot: &Slot) -> bool {
+fn runs_inline(input: &Input, frames: Frames, image_size: usize, max_actions: usize) -> bool {
     let steps = match input {
         Input::Actions(a) => a.len(),
-        Input::Text(t) if t.len() <= INLINE_TEXT_BYTES => slot.max_actions,
+        Input::Text(t) if t.len() <= INLINE_TEXT_BYTES => max_actions,
         Input::Text(_) => return false,
     };
     let encoded = match frames {
@@ -398,7 +398,7 @@ fn runs_inline(input: &Input, frames: Frames, slot: &Slot) -> bool {
         Frames::Last => 1,
         Frames::None => 0,
     };
-    let area = (slot.image_size * slot.image_size).div_ceil(64 * 64);
+    let area = (image_size * image_size).div_ceil(64 * 64);
     (steps + 2 * encoded) * area <= INLINE_FRAMES
 }
 
@@ -414,4 +414,34 @@ async fn close(State(st): Shared, Path(id): Path<String>) -> Result<Json<Value>,
     // A step still running on this session keeps its own handle; don't wait for it.
     let step = slot.session.try_lock().map(|s| s.env().step_count()).ok();
     Ok(Json(json!({"id": id, "closed": true, "step": step})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crafter::Action;
+
+    #[test]
+    fn only_small_steps_run_inline() {
+        let one = Input::Actions(vec![Action::Noop]);
+        let many = Input::Actions(vec![Action::Noop; 16]);
+        // One action with its frame at crafter's 64 px: inline; also at 90 px (two 64-px areas).
+        assert!(runs_inline(&one, Frames::Last, 64, 8));
+        assert!(runs_inline(&one, Frames::Last, 90, 8));
+        // Bigger frames, many actions, every frame encoded: the blocking pool.
+        assert!(!runs_inline(&one, Frames::Last, 256, 8));
+        assert!(!runs_inline(&many, Frames::None, 64, 8));
+        assert!(!runs_inline(
+            &Input::Actions(vec![Action::Noop; 3]),
+            Frames::All,
+            64,
+            8
+        ));
+        // A text is costed at the session's most actions, and long texts are parsed off the workers.
+        let text = Input::Text("ACTION: noop".into());
+        assert!(runs_inline(&text, Frames::Last, 64, 4));
+        assert!(!runs_inline(&text, Frames::Last, 64, 8));
+        let long = Input::Text("x".repeat(INLINE_TEXT_BYTES + 1));
+        assert!(!runs_inline(&long, Frames::None, 64, 1));
+    }
 }

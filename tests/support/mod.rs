@@ -15,13 +15,17 @@ use vlm_eval::model::local::preprocess::ImageInput;
 use vlm_eval::model::local::weights::Weights;
 
 /// The binary under test, with the OpenAI variables removed so that no test reaches a real
-/// endpoint by accident, and `$GITHUB_STEP_SUMMARY` removed so that no `check` appends to the
-/// CI job's summary (a test that checks it sets its own).
+/// endpoint by accident, `$GITHUB_STEP_SUMMARY` removed so that no `check` appends to the CI
+/// job's summary (a test that checks it sets its own), and `VLM_EVAL_NO_FETCH=1`, so that a
+/// machine without textures never has them downloaded into the user's cache by a test (a test
+/// of fetching removes it). The binary then finds textures as `TextureSet::discover(None)` does
+/// in the test process, so the two agree.
 pub fn command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlm-eval"));
     cmd.env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
-        .env_remove("GITHUB_STEP_SUMMARY");
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("VLM_EVAL_NO_FETCH", "1");
     cmd
 }
 

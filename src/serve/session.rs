@@ -423,6 +423,44 @@ mod tests {
     }
 
     #[test]
+    fn the_frame_is_added_as_the_last_field_in_base64() {
+        use base64::Engine as _;
+        let png: Vec<u8> = (0..=255u8).chain(0..7).collect();
+        let with = |v: &serde_json::Value, p: Option<&[u8]>| -> serde_json::Value {
+            serde_json::from_slice(&json_with_frame(v, p).unwrap()).unwrap()
+        };
+        let v = with(&serde_json::json!({"a": 1, "b": "x\"y"}), Some(&png));
+        assert_eq!(v["a"], 1);
+        assert_eq!(v["b"], "x\"y");
+        let b64 = v["frame_png_b64"].as_str().unwrap();
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+            png
+        );
+        // An empty object gets no stray comma; no frame leaves the object as it is.
+        let v = with(&serde_json::json!({}), Some(&png[..1]));
+        assert_eq!(v, serde_json::json!({"frame_png_b64": "AA=="}));
+        assert_eq!(
+            with(&serde_json::json!({"a": 1}), None),
+            serde_json::json!({"a": 1})
+        );
+        // Only objects can take a field.
+        assert!(json_with_frame(&serde_json::json!([1]), Some(&png)).is_err());
+    }
+
+    #[test]
+    fn the_inventory_lists_the_items_after_the_vitals_by_name() {
+        let mut inv = [0; N_ITEMS];
+        inv[item::WOOD] = 3;
+        let v = serde_json::to_value(Inventory(inv)).unwrap();
+        let names: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(names, ITEM_NAMES[4..]);
+        assert_eq!(v["wood"], 3);
+    }
+
+    #[test]
     fn length_ends_the_episode_mid_list_and_refuses_more() {
         let tex = TextureSet::builtin();
         let mut s = Session::new(opts(Protocol::Tool, 3), &tex).unwrap();

@@ -198,6 +198,23 @@ async fn drive(
     Ok(steps)
 }
 
+/// `a.sessions` sessions created at once, each over its own new connection (seeds `first`,
+/// `first + 1`, …).
+async fn open_sessions(
+    addr: SocketAddr,
+    first: i64,
+    a: &ServeBenchOptions,
+) -> Result<Vec<(Conn, String)>, String> {
+    futures::future::join_all((0..a.sessions).map(|i| async move {
+        let mut conn = Conn::open(addr).await?;
+        let id = conn.create(first + i as i64, a.image_size).await?;
+        Ok((conn, id))
+    }))
+    .await
+    .into_iter()
+    .collect()
+}
+
 async fn throughput(
     a: &ServeBenchOptions,
     addr: SocketAddr,
@@ -206,16 +223,7 @@ async fn throughput(
     // Connections and first sessions are made before the clock starts, as Python's figure
     // starts after `reset()`; the resets of episodes that end inside the window stay in it
     // (Python's figure leaves them out, so this comparison is conservative).
-    let opened = futures::future::join_all((0..a.sessions).map(|i| async move {
-        let mut conn = Conn::open(addr).await?;
-        let id = conn.create(i as i64, a.image_size).await?;
-        Ok::<_, String>((conn, id))
-    }))
-    .await;
-    let mut ready = Vec::with_capacity(a.sessions);
-    for made in opened {
-        ready.push(made?);
-    }
+    let ready = open_sessions(addr, 0, a).await?;
     let started = Instant::now();
     let tasks: Vec<_> = ready
         .into_iter()
@@ -275,15 +283,9 @@ pub async fn bench_serve(
 
     // All sessions created at once, each over its own connection.
     let t = Instant::now();
-    let created = futures::future::join_all((0..a.sessions).map(|i| async move {
-        let mut c = Conn::open(addr).await?;
-        let id = c.create(20_000 + i as i64, a.image_size).await?;
-        Ok::<_, String>((c, id))
-    }))
-    .await;
+    let created = open_sessions(addr, 20_000, a).await?;
     let create_all_ms = t.elapsed().as_secs_f64() * 1e3;
-    for made in created {
-        let (mut c, id) = made?;
+    for (mut c, id) in created {
         c.close(&id).await?;
     }
 

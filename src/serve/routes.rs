@@ -245,13 +245,8 @@ async fn create(
     .map_err(|_| internal("creating the session"))?
     .map_err(ApiError::bad_request)?;
     let (session, view) = session;
-    let (image_size, max_actions) = (session.options().image_size, session.options().max_actions);
+    let (options, world_seed) = (session.options().clone(), session.world_seed());
     let id = st.new_id();
-    let (seed, world_seed, options) = (
-        session.options().seed,
-        session.world_seed(),
-        session.options().clone(),
-    );
     {
         let mut table = st.table();
         if table.len() >= st.cfg.max_sessions {
@@ -262,21 +257,20 @@ async fn create(
             id.clone(),
             Arc::new(Slot {
                 session: std::sync::Mutex::new(session),
-                image_size,
-                max_actions,
+                image_size: options.image_size,
+                max_actions: options.max_actions,
                 last_used: st.now_ms().into(),
                 finished: false.into(),
             }),
         );
     }
     st.counters.created.fetch_add(1, Ordering::Relaxed);
-    opened(&id, seed, world_seed, &options, &view)
+    opened(&id, world_seed, &options, &view)
 }
 
 /// The answer to creating or showing a session: its id, seeds and options, then its state.
 fn opened(
     id: &str,
-    seed: i64,
     world_seed: u32,
     options: &SessionOptions,
     state: &StateView,
@@ -293,7 +287,7 @@ fn opened(
     let body = json_with_frame(
         &Opened {
             id,
-            seed,
+            seed: options.seed,
             world_seed,
             options,
             state,
@@ -329,7 +323,7 @@ async fn show(State(st): Shared, Path(id): Path<String>) -> Result<Response, Api
     .map_err(|_| internal("reading the session"))??;
     let (options, world_seed, state) = view;
     // The same fields as the create response, so a client can recover a session from it.
-    opened(&id, options.seed, world_seed, &options, &state)
+    opened(&id, world_seed, &options, &state)
 }
 
 async fn step(

@@ -8,7 +8,7 @@ with random actions from `numpy.random.RandomState(0).randint(0, 17)`, resetting
 episode ends (resets included, as `vlm-eval bench env` and crafter_bench.py's end-to-end figure
 do). Contenders, per frame size:
   - Python crafter 1.8.3 (stock `crafter.Env`), `--py-steps` steps;
-  - our single `vlm_eval.crafter.Env` through Python, `--steps` steps;
+  - our single `vlmcrafter.crafter.Env` through Python, `--steps` steps;
   - `VectorEnv(64)` (threads=None: every core), env-steps/s over `--steps` env-steps, with its
     next_step autoresets;
   - the Rust engine alone: `vlm-eval bench env --json` (one thread, no Python);
@@ -31,8 +31,8 @@ import time
 import numpy as np
 
 import crafter
-import vlm_eval
-from vlm_eval import crafter as vc
+import vlmcrafter
+from vlmcrafter import crafter as vc
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ASSETS = str(pathlib.Path(crafter.__file__).parent / "assets")
@@ -146,7 +146,7 @@ def main():
     p.add_argument("--json", help="write the figures here too")
     args = p.parse_args()
 
-    print(f"vlm_eval {vlm_eval.__version__}, crafter {crafter.__version__ if hasattr(crafter, '__version__') else '1.8.3'}, "
+    print(f"vlmcrafter {vlmcrafter.__version__}, crafter {crafter.__version__ if hasattr(crafter, '__version__') else '1.8.3'}, "
           f"numpy {np.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
     results = {"sizes": {}, "load_start": os.getloadavg()[0]}
@@ -171,7 +171,7 @@ def main():
               flush=True)
         single, resets = play(vc.Env(seed=0, size=(size, size), textures=ASSETS), steps)
         r["single"] = single
-        print(f"[{size} px] vlm_eval Env: {single:,.0f} steps/s ({resets} episodes)", flush=True)
+        print(f"[{size} px] vlmcrafter Env: {single:,.0f} steps/s ({resets} episodes)", flush=True)
         vec, ends = play_vector(args.vector_n, size, steps)
         r["vector"] = vec
         print(f"[{size} px] VectorEnv({args.vector_n}): {vec:,.0f} env-steps/s ({ends} episode "
@@ -199,7 +199,7 @@ def main():
         print(f"| {name} | " + " | ".join(fn(results["sizes"][s]) for s in args.sizes) + " |")
 
     row("Python crafter 1.8.3 (steps/s)", lambda r: f"{r['python_crafter']:,.1f}")
-    row("vlm_eval `Env` through Python (steps/s)", lambda r: f"{r['single']:,.0f}")
+    row("vlmcrafter `Env` through Python (steps/s)", lambda r: f"{r['single']:,.0f}")
     row("ratio to Python crafter (target ≥ 100×)", lambda r: f"**{r['single'] / r['python_crafter']:,.0f}×**")
     row(f"`VectorEnv({args.vector_n})` (env-steps/s)", lambda r: f"{r['vector']:,.0f}")
     row("ratio to Python crafter (target ≥ 250×)", lambda r: f"**{r['vector'] / r['python_crafter']:,.0f}×**")

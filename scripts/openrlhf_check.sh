@@ -4,7 +4,7 @@
 # tests/python/test_crafter_agent.py with CRAFTER_ENV=http (the agent talks to the server),
 # installs the vlm-eval wheel into the venv (--no-deps) and runs it again with
 # CRAFTER_ENV=inprocess (the agent plays in-process; the server stays the oracle), runs
-# tests/python/test_session_parity.py (vlm_eval.session against the server, document for
+# tests/python/test_session_parity.py (vlmcrafter.session against the server, document for
 # document), and stops the server. Each part's time is printed.
 #
 #   scripts/openrlhf_check.sh          # needs target/release/vlm-eval (cargo build --release)
@@ -77,14 +77,14 @@ t2=$(date +%s)
 echo "agent test (CRAFTER_ENV=http) ran in $((t2 - t1)) s"
 
 # The in-process backend: the vlm-eval wheel in the same venv.
-WHEEL=${VLM_EVAL_WHEEL:-$(compgen -G "target/pypkg-wheels/vlm_eval-*.whl" | head -n 1 || true)}
+WHEEL=${VLM_EVAL_WHEEL:-$(compgen -G "target/pypkg-wheels/vlmcrafter-*.whl" | head -n 1 || true)}
 if [[ -z "$WHEEL" ]]; then
   MATURIN=$(command -v .venv-pypkg/bin/maturin maturin | head -n 1 || true)
   [[ -n "$MATURIN" ]] || { echo "no vlm-eval wheel and no maturin: run scripts/python_pkg_check.sh first, or set VLM_EVAL_WHEEL" >&2; exit 1; }
   rm -rf target/openrlhf-wheels
   VLM_EVAL_CLI_BIN=$(realpath "$BIN") "$MATURIN" build --release --quiet \
     --interpreter "$VENV/bin/python" --out target/openrlhf-wheels
-  WHEEL=$(compgen -G "target/openrlhf-wheels/vlm_eval-*.whl" | head -n 1 || true)
+  WHEEL=$(compgen -G "target/openrlhf-wheels/vlmcrafter-*.whl" | head -n 1 || true)
   [[ -n "$WHEEL" ]] || { echo "maturin made no wheel" >&2; exit 1; }
 fi
 "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall "$WHEEL" \

@@ -2,7 +2,7 @@
 # The Python package's check (CI's "Python package" stage): build the wheel with maturin, install
 # it into the pinned venv .venv-pypkg and run the pytest suite tests/python_pkg/ against the
 # INSTALLED package (pytest runs from a scratch folder with --import-mode=importlib, and the
-# suite refuses a vlm_eval imported from anywhere but the venv).
+# suite refuses a vlmcrafter imported from anywhere but the venv).
 #
 #   scripts/python_pkg_check.sh [PYTEST ARGS...]      e.g. -k vector, or -x
 #
@@ -48,7 +48,7 @@ part "wheel (maturin build --release)"
 rm -rf "$wheels"
 VLM_EVAL_CLI_BIN=$cli_bin "$venv/bin/maturin" build --release --quiet \
   --interpreter "$venv/bin/python" --out "$wheels"
-wheel=$(compgen -G "$wheels/vlm_eval-*.whl" | head -n 1 || true)
+wheel=$(compgen -G "$wheels/vlmcrafter-*.whl" | head -n 1 || true)
 [[ -n "$wheel" ]] || { echo "python_pkg_check: maturin made no wheel in $wheels" >&2; exit 1; }
 echo "wheel: $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
 

@@ -1,5 +1,5 @@
 //! With feature `cli` (maturin turns it on), put the `vlm-eval` CLI binary in the wheel's data
-//! folder (`python/vlm_eval.data/scripts/vlm-eval`), so installing the wheel puts the native
+//! folder (`python/vlmcrafter.data/scripts/vlm-eval`), so installing the wheel puts the native
 //! command on PATH. maturin cannot build a PyO3 module and a binary in one crate
 //! (PyO3/maturin#368), so this script either copies the binary named by `$VLM_EVAL_CLI_BIN`
 //! or builds it with a nested `cargo build --release --bin vlm-eval` on the workspace manifest,
@@ -24,7 +24,7 @@ fn main() {
         .nth(2)
         .expect("crates/python sits two levels under the workspace root")
         .to_path_buf();
-    let dest_dir = root.join("python").join("vlm_eval.data").join("scripts");
+    let dest_dir = root.join("python").join("vlmcrafter.data").join("scripts");
     let dest = dest_dir.join(format!("vlm-eval{}", env::consts::EXE_SUFFIX));
 
     // Rerun when the copy is gone (a clean checkout, `git clean`) or was touched.

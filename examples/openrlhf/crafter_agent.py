@@ -13,7 +13,7 @@ first observation and frame of that seed (built by `make_dataset.py`). Per episo
 
 Where sessions run is one setting, CRAFTER_ENV: ``http`` (the default) talks to a
 ``vlm-eval serve-env`` server; ``inprocess`` plays them in this process with the ``vlm-eval``
-Python package (``pip install vlm-eval``; ``vlm_eval.session``, imported only then): the same
+Python package (``pip install vlmcrafter``; ``vlmcrafter.session``, imported only then): the same
 parser, rules, rewards, observations and frames as the server, with no server, no HTTP and no
 PNG round trip. The HTTP path needs nothing beyond the standard library.
 
@@ -148,7 +148,7 @@ class CrafterClient:
 
 class InProcessClient:
     """The three calls of :class:`CrafterClient`, answered in this process by
-    ``vlm_eval.session.Session`` (CRAFTER_ENV=inprocess). Errors keep the server's statuses: an
+    ``vlmcrafter.session.Session`` (CRAFTER_ENV=inprocess). Errors keep the server's statuses: an
     unknown session is 404, a finished one 409, bad options 400."""
 
     # Open sessions of every client in this process, by id.
@@ -157,11 +157,11 @@ class InProcessClient:
 
     def __init__(self):
         try:
-            from vlm_eval.session import Session, SessionOver
+            from vlmcrafter.session import Session, SessionOver
         except ImportError as e:
             raise ImportError(
                 f"CRAFTER_ENV=inprocess needs the vlm-eval Python package ({e}): "
-                "pip install vlm-eval, or set CRAFTER_ENV=http and run `vlm-eval serve-env`"
+                "pip install vlmcrafter, or set CRAFTER_ENV=http and run `vlm-eval serve-env`"
             ) from None
         self._session_cls, self._over = Session, SessionOver
 

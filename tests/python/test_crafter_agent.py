@@ -4,7 +4,7 @@
                                   # twice: CRAFTER_ENV=http, then CRAFTER_ENV=inprocess
 
 The agent's backend is CRAFTER_ENV (http by default). With CRAFTER_ENV=inprocess the agent
-plays its sessions in-process (`vlm_eval.session`, the wheel installed into the venv) while the
+plays its sessions in-process (`vlmcrafter.session`, the wheel installed into the venv) while the
 server stays the oracle: every episode is replayed on it and must match, and
 `check_backends_agree` drives the same seeds and replies through both backends side by side.
 

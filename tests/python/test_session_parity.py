@@ -1,4 +1,4 @@
-"""vlm_eval.session.Session against a live `vlm-eval serve-env`, document for document.
+"""vlmcrafter.session.Session against a live `vlm-eval serve-env`, document for document.
 
     CRAFTER_ENV_URL=http://ADDR PYTHON tests/python/test_session_parity.py
 
@@ -21,7 +21,7 @@ import urllib.request
 import numpy as np
 from PIL import Image
 
-from vlm_eval.session import INVALID_NOTE, Session, SessionOver
+from vlmcrafter.session import INVALID_NOTE, Session, SessionOver
 
 REPLIES = [
     '<tool_call>\n{"name": "interact_many", "arguments": {"actions": ["move_left", "do"]}}\n</tool_call>',

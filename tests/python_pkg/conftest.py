@@ -10,17 +10,17 @@ import tempfile
 
 import pytest
 
-import vlm_eval
+import vlmcrafter
 
 # The suite tests the wheel installed into this interpreter's environment, never the source tree.
-_PKG = pathlib.Path(vlm_eval.__file__).resolve()
+_PKG = pathlib.Path(vlmcrafter.__file__).resolve()
 _PREFIX = pathlib.Path(sys.prefix).resolve()
 if _PREFIX not in _PKG.parents:
     raise pytest.UsageError(
-        f"vlm_eval was imported from {_PKG}, not from this venv ({_PREFIX}): install the wheel "
+        f"vlmcrafter was imported from {_PKG}, not from this venv ({_PREFIX}): install the wheel "
         "and run pytest from outside the checkout with --import-mode=importlib")
 
-# support.py sits beside this file; the source package (python/vlm_eval) is not on this path.
+# support.py sits beside this file; the source package (python/vlmcrafter) is not on this path.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import support  # noqa: E402
 
@@ -33,7 +33,7 @@ os.environ["VLM_EVAL_CACHE"] = tempfile.mkdtemp(prefix="vlm-eval-pytest-cache-")
 
 def pytest_report_header(config):
     seeds = ",".join(map(str, support.SEEDS))
-    return [f"vlm_eval {vlm_eval.__version__} from {_PKG.parent}",
+    return [f"vlmcrafter {vlmcrafter.__version__} from {_PKG.parent}",
             f"seeds: {seeds} (replay with VLM_EVAL_TEST_SEEDS={seeds})"]
 
 

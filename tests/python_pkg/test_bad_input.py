@@ -8,7 +8,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from vlm_eval import crafter as vc
+from vlmcrafter import crafter as vc
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_textures_missing_with_fetch_disabled():
                    VLM_EVAL_NO_FETCH="1")
         code = ("import sys\n"
                 "sys.modules['crafter'] = None  # as if Python crafter were not installed\n"
-                "from vlm_eval import crafter\n"
+                "from vlmcrafter import crafter\n"
                 "try:\n"
                 "    crafter.Env(fetch=False)\n"
                 "except RuntimeError as e:\n"
@@ -119,7 +119,7 @@ def test_textures_folder_missing():
 
 
 def test_rust_panic_is_an_exception_in_process():
-    from vlm_eval import _native
+    from vlmcrafter import _native
     with pytest.raises(BaseException) as info:
         _native._panic_for_test()
     assert "panic" in type(info.value).__name__.lower() or "panic" in str(info.value).lower()
@@ -129,7 +129,7 @@ def test_rust_panic_is_an_exception_in_process():
 
 
 def test_rust_panic_does_not_abort_the_interpreter():
-    code = ("import vlm_eval._native as n\n"
+    code = ("import vlmcrafter._native as n\n"
             "try:\n"
             "    n._panic_for_test()\n"
             "except BaseException as e:\n"

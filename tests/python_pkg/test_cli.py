@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import vlm_eval
+import vlmcrafter
 
 BIN = pathlib.Path(sys.prefix) / "bin" / "vlm-eval"
 
@@ -28,7 +28,7 @@ def test_installed_native_binary():
 def test_version():
     out = run("--version")
     assert out.returncode == 0, out.stderr
-    assert vlm_eval.__version__ in out.stdout, (out.stdout, vlm_eval.__version__)
+    assert vlmcrafter.__version__ in out.stdout, (out.stdout, vlmcrafter.__version__)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["env", "trace", "--help"]])

@@ -1,4 +1,4 @@
-"""The gymnasium env `vlm_eval/Crafter-v1`: env_checker, parity with Python crafter 1.8.3 through
+"""The gymnasium env `vlmcrafter/Crafter-v1`: env_checker, parity with Python crafter 1.8.3 through
 the 5-tuple API, and the text observation in `info["text"]`.
 """
 import json
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import vlm_eval  # noqa: F401  (registers the env id)
+import vlmcrafter  # noqa: F401  (registers the env id)
 from support import (SEEDS, actions_for, assert_same_frame, assert_same_info,
                      assert_same_value, reference_env)
 
-ENV_ID = "vlm_eval/Crafter-v1"
+ENV_ID = "vlmcrafter/Crafter-v1"
 
 
 def make(**kwargs):

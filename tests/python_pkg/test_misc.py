@@ -6,18 +6,18 @@ import pickle
 import numpy as np
 import pytest
 
-import vlm_eval
+import vlmcrafter
 from support import SEEDS, assert_same_frame
-from vlm_eval import crafter as vc
+from vlmcrafter import crafter as vc
 
 
 def test_version_is_the_distribution_version():
-    assert isinstance(vlm_eval.__version__, str) and vlm_eval.__version__
-    assert vlm_eval.__version__ == importlib.metadata.version("vlm-eval")
+    assert isinstance(vlmcrafter.__version__, str) and vlmcrafter.__version__
+    assert vlmcrafter.__version__ == importlib.metadata.version("vlmcrafter")
 
 
 def test_typing_files_installed():
-    pkg = pathlib.Path(vlm_eval.__file__).parent
+    pkg = pathlib.Path(vlmcrafter.__file__).parent
     assert (pkg / "py.typed").is_file()
     stubs = {p.name for p in pkg.glob("*.pyi")}
     assert "_native.pyi" in stubs, sorted(stubs)

@@ -1,4 +1,4 @@
-"""`from vlm_eval import crafter` against Python crafter 1.8.3: frames byte for byte, rewards,
+"""`from vlmcrafter import crafter` against Python crafter 1.8.3: frames byte for byte, rewards,
 done and every `info` key with its type, dtype and shape, on the drawn seeds (see support.py).
 """
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from support import (SEEDS, actions_for, assert_same_frame, assert_same_info,
                      assert_same_value, reference_env)
-from vlm_eval import crafter as vc
+from vlmcrafter import crafter as vc
 
 
 def play(ref, ours, actions, where, render_every=0, render_size=None):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from support import SEEDS, assert_same_frame
-from vlm_eval import crafter as vc
+from vlmcrafter import crafter as vc
 
 
 def check_against_singles(venv, envs, steps, action_seed):

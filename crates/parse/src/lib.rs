@@ -2,7 +2,7 @@
 //!
 //! The crate reads a [`Reply`] (text, tool calls, separate reasoning) and knows nothing of
 //! models, HTTP or prompts: the harness (`vlm_eval::agent::parse` re-exports this crate) and
-//! the Python module (`vlm_eval._native.judge_reply`) both parse through it.
+//! the Python module (`vlmcrafter._native.judge_reply`) both parse through it.
 //!
 //! Two protocols exist. Under [`Protocol::Tool`] the model is offered the `interact_many`
 //! function ([`TOOL_NAME`]; the harness's `agent::tools` builds its schema) and may return up

@@ -1,5 +1,5 @@
-//! `vlm_eval._native`: the Crafter engine for Python. The pure-Python package (`python/vlm_eval`)
-//! wraps these classes into the public API (`vlm_eval.crafter.Env`, `VectorEnv`); everything
+//! `vlmcrafter._native`: the Crafter engine for Python. The pure-Python package (`python/vlmcrafter`)
+//! wraps these classes into the public API (`vlmcrafter.crafter.Env`, `VectorEnv`); everything
 //! here is private to it and may change without notice.
 
 mod convert;
@@ -23,7 +23,7 @@ fn _panic_for_test(py: Python<'_>, in_thread: bool) {
             let joined = std::thread::scope(|s| {
                 s.spawn(|| {
                     panic!(
-                        "vlm_eval._native._panic_for_test: a panic in a worker thread, on purpose"
+                        "vlmcrafter._native._panic_for_test: a panic in a worker thread, on purpose"
                     )
                 })
                 .join()
@@ -33,7 +33,7 @@ fn _panic_for_test(py: Python<'_>, in_thread: bool) {
             }
         });
     }
-    panic!("vlm_eval._native._panic_for_test: a panic on purpose");
+    panic!("vlmcrafter._native._panic_for_test: a panic on purpose");
 }
 
 #[pymodule]

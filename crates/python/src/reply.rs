@@ -1,6 +1,6 @@
-//! The reply parser for Python: `vlm_eval._native.judge_reply`, the evaluator's (and
+//! The reply parser for Python: `vlmcrafter._native.judge_reply`, the evaluator's (and
 //! serve-env's) judgement of a model's raw text, and `INVALID_NOTE`, the sentence that follows a
-//! reply with no usable action. `python/vlm_eval/session.py` plays sessions on them.
+//! reply with no usable action. `python/vlmcrafter/session.py` plays sessions on them.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

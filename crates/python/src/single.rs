@@ -13,8 +13,8 @@ use vlm_eval_crafter::{Env as Engine, TextureSet};
 use crate::convert;
 use crate::textures;
 
-/// One env (wrapped by `vlm_eval.crafter.Env`, which documents it).
-#[pyclass(module = "vlm_eval._native", name = "Env")]
+/// One env (wrapped by `vlmcrafter.crafter.Env`, which documents it).
+#[pyclass(module = "vlmcrafter._native", name = "Env")]
 pub struct Env {
     engine: Engine,
     textures: Arc<TextureSet>,

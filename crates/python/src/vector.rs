@@ -52,8 +52,8 @@ struct FramePtr(*mut u8, usize);
 // only its own disjoint frame of it while `step` holds the env exclusively.
 unsafe impl Send for FramePtr {}
 
-/// n envs (wrapped by `vlm_eval.crafter.VectorEnv`, which documents it).
-#[pyclass(module = "vlm_eval._native", name = "VectorEnv")]
+/// n envs (wrapped by `vlmcrafter.crafter.VectorEnv`, which documents it).
+#[pyclass(module = "vlmcrafter._native", name = "VectorEnv")]
 pub struct VectorEnv {
     slots: Vec<Slot>,
     obs: Py<PyArray4<u8>>,

@@ -1,4 +1,4 @@
-"""Type stubs of ``vlm_eval._native``, the compiled module (private: use ``vlm_eval.crafter``)."""
+"""Type stubs of ``vlmcrafter._native``, the compiled module (private: use ``vlmcrafter.crafter``)."""
 
 from typing import Optional, Sequence, Tuple
 

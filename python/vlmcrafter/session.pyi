@@ -1,4 +1,4 @@
-"""Type stubs of ``vlm_eval.session`` (see the module's docstring)."""
+"""Type stubs of ``vlmcrafter.session`` (see the module's docstring)."""
 
 from typing import Any, Dict, Optional, Sequence, Union
 

@@ -2,11 +2,11 @@
 
 ``vlm-eval serve-env`` serves episodes over HTTP (docs/RL.md). :class:`Session` plays the same
 episode without a server: the same world (episode 1 of the seed, as ``vlm-eval run`` plays it),
-the same reply parser (``vlm_eval._native.judge_reply``, the evaluator's), the same rules per
+the same reply parser (``vlmcrafter._native.judge_reply``, the evaluator's), the same rules per
 step (a reply with no usable action plays one ``noop`` and sets ``invalid`` and ``note``; the
 actions run in order and stop when the episode ends) and the same documents::
 
-    from vlm_eval.session import Session
+    from vlmcrafter.session import Session
 
     s = Session(7)                      # serve-env's defaults: 64 px, "state", tool protocol
     first = s.reset()                   # as POST /v1/sessions answers
@@ -93,7 +93,7 @@ class Session:
             ``"text"`` (one action).
         max_actions: cap on actions taken from one text (1..=64; 1 under ``"text"``).
         parser: ``"lenient"``, ``"strict"`` or ``"balrog"`` (as serve-env's ``parser``).
-        textures, fetch: crafter's textures, as for :class:`vlm_eval.crafter.Env`.
+        textures, fetch: crafter's textures, as for :class:`vlmcrafter.crafter.Env`.
 
     The defaults are serve-env's. Bad values raise ``ValueError`` or ``TypeError``.
     """
@@ -283,7 +283,7 @@ class Session:
     def __repr__(self):
         o = self.options
         return (
-            f"vlm_eval.session.Session({o['seed']!r}, image_size={o['image_size']!r}, "
+            f"vlmcrafter.session.Session({o['seed']!r}, image_size={o['image_size']!r}, "
             f"obs_format={o['obs_format']!r}, length={o['length']!r}, protocol={o['protocol']!r}, "
             f"max_actions={o['max_actions']!r}, parser={o['parser']!r})"
         )

@@ -1,6 +1,6 @@
-"""Crafter as a gymnasium (>= 1.0) env: ``gymnasium.make("vlm_eval/Crafter-v1")``.
+"""Crafter as a gymnasium (>= 1.0) env: ``gymnasium.make("vlmcrafter/Crafter-v1")``.
 
-Registered when ``vlm_eval`` is imported with gymnasium installed. ``step`` returns gymnasium's
+Registered when ``vlmcrafter`` is imported with gymnasium installed. ``step`` returns gymnasium's
 5-tuple: ``terminated`` when the player dies (crafter's discount 0), ``truncated`` when
 ``length`` steps are reached alive. ``info`` carries crafter's info keys (on ``reset`` too),
 plus ``info["text"]`` with ``obs_text="state"`` or ``"balrog"``.
@@ -27,11 +27,11 @@ class CrafterEnv(gymnasium.Env):
     """Crafter with gymnasium's API.
 
     Args:
-        area, view, size, reward, length: as for :class:`vlm_eval.crafter.Env`.
+        area, view, size, reward, length: as for :class:`vlmcrafter.crafter.Env`.
         obs_text: None, ``"state"`` or ``"balrog"``: add that text observation as
             ``info["text"]``.
         render_mode: None or ``"rgb_array"`` (``render()`` returns the current frame).
-        textures, fetch: as for :class:`vlm_eval.crafter.Env`.
+        textures, fetch: as for :class:`vlmcrafter.crafter.Env`.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}

@@ -1,9 +1,9 @@
 """vlm-eval for Python: Crafter, exactly as crafter 1.8.3 plays it, at native speed.
 
-``from vlm_eval import crafter`` gives a drop-in for ``crafter.Env`` (same constructor, frames,
+``from vlmcrafter import crafter`` gives a drop-in for ``crafter.Env`` (same constructor, frames,
 rewards and info, byte for byte) and ``crafter.VectorEnv``, n envs stepped in native threads
 into one preallocated frame array. When gymnasium (>= 1.0) is installed, importing this
-package registers the env id ``vlm_eval/Crafter-v1`` (see :mod:`vlm_eval.gym`).
+package registers the env id ``vlmcrafter/Crafter-v1`` (see :mod:`vlmcrafter.gym`).
 
 The wheel also installs the ``vlm-eval`` command (the native CLI).
 """
@@ -21,11 +21,11 @@ def _register_gymnasium() -> None:
         import gymnasium
     except ImportError:
         return
-    env_id = "vlm_eval/Crafter-v1"
+    env_id = "vlmcrafter/Crafter-v1"
     if env_id not in gymnasium.registry:
         gymnasium.register(
             id=env_id,
-            entry_point="vlm_eval.gym:CrafterEnv",
+            entry_point="vlmcrafter.gym:CrafterEnv",
             max_episode_steps=None,
         )
 

@@ -1,4 +1,4 @@
-"""Type stubs of ``vlm_eval.crafter`` (documentation in ``crafter.py``)."""
+"""Type stubs of ``vlmcrafter.crafter`` (documentation in ``crafter.py``)."""
 
 import os
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union

@@ -1,4 +1,4 @@
-"""Type stubs of ``vlm_eval.gym`` (documentation in ``gym.py``)."""
+"""Type stubs of ``vlmcrafter.gym`` (documentation in ``gym.py``)."""
 
 import os
 from typing import Any, Dict, Literal, Optional, Tuple, Union

@@ -1,6 +1,6 @@
 """A drop-in for ``crafter`` 1.8.3's ``Env``, plus a vectorised env.
 
-``from vlm_eval import crafter`` instead of ``import crafter``: ``crafter.Env`` takes the same
+``from vlmcrafter import crafter`` instead of ``import crafter``: ``crafter.Env`` takes the same
 arguments and gives, for the same seed and actions, the same frames byte for byte, the same
 rewards and the same ``info`` as crafter 1.8.3, hundreds of times faster (the engine is a Rust
 twin of crafter's). The one documented difference from stock crafter: chunk balancing picks
@@ -246,7 +246,7 @@ class Env(BaseClass):
     def __repr__(self):
         k = self._ctor_kwargs()
         return (
-            f"vlm_eval.crafter.Env(area={tuple(k['area'])!r}, view={k['view']!r}, size={k['size']!r}, "
+            f"vlmcrafter.crafter.Env(area={tuple(k['area'])!r}, view={k['view']!r}, size={k['size']!r}, "
             f"reward={k['reward']!r}, length={k['length']!r}, seed={k['seed']!r})"
         )
 
@@ -422,7 +422,7 @@ class VectorEnv:
     def __repr__(self):
         k = self._kwargs
         return (
-            f"vlm_eval.crafter.VectorEnv({self.num_envs}, area={tuple(k['area'])!r}, view={k['view']!r}, "
+            f"vlmcrafter.crafter.VectorEnv({self.num_envs}, area={tuple(k['area'])!r}, view={k['view']!r}, "
             f"size={k['size']!r}, reward={k['reward']!r}, length={k['length']!r}, "
             f"seed={self._seeds[0]!r}..., threads={self.threads})"
         )

@@ -42,7 +42,7 @@ fn assert_fits(out: &str, width: usize, what: &str) {
 fn run_summary_fits_and_wide_shows_every_column() {
     let d = fresh_dir("run");
     let base = [
-        "--model", "scripted", "--seeds", "2", "--steps", "3", "--quiet",
+        "--model", "scripted", "--seeds", "2", "--steps", "3",
     ];
     let header = [
         "model",
@@ -192,7 +192,6 @@ fn matrix_presets_and_leaderboard_fit() {
                 "2",
                 "--steps",
                 "3",
-                "--quiet",
                 "--out",
                 s(&out_dir),
             ],

@@ -601,9 +601,13 @@ fn a_run_with_png_hashes_still_replays_and_says_so() {
     std::fs::create_dir_all(&empty_cache).unwrap();
     let o = support::command()
         .args(["run", "--model", "mock", "--seeds", "3", "--steps", "3"])
-        // The old run wrote every frame (its run.json predates `frames`): a resume keeps the
-        // storage mode (another is refused, naming it).
-        .args(["--quiet", "--run-name", "png-sha256-run"])
+        .args([
+            "--frames",
+            "none",
+            "--quiet",
+            "--run-name",
+            "png-sha256-run",
+        ])
         .arg("--out")
         .arg(&d)
         .env_remove("CRAFTER_ASSETS")

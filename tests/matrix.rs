@@ -135,7 +135,10 @@ fn every_model_plays_as_its_own_run_and_the_end_is_compare_s_table() {
         std::fs::read_to_string(&cmp_csv).unwrap()
     );
     assert_eq!(
-        std::fs::read_to_string(out.join("matrix_mock+scripted+random_tool_both_64px_4t.spend.csv")).unwrap(),
+        std::fs::read_to_string(
+            out.join("matrix_mock+scripted+random_tool_both_64px_4t.spend.csv")
+        )
+        .unwrap(),
         std::fs::read_to_string(out.join("cmp.spend.csv")).unwrap()
     );
     assert!(stdout.contains(&format!("comparison: {}", matrix_csv.display())));

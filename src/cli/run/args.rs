@@ -120,7 +120,7 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(default)]
     pub allow_errors: bool,
-    /// Stop starting new turns once this much USD has been spent.
+    /// Stop starting new turns once this much USD has been spent (more than 0, up to 1000000).
     #[arg(long)]
     pub max_cost: Option<f64>,
     /// Stop starting new turns once this many tokens (in + out) have been used.

@@ -34,7 +34,7 @@ pub const IMAGE_SIZES: std::ops::RangeInclusive<usize> = 9..=1024;
 pub const ACTIONS_PER_TURN: std::ops::RangeInclusive<usize> = 1..=64;
 /// Sampling temperatures (`--temperature`), as the OpenAI API takes them.
 pub const TEMPERATURES: std::ops::RangeInclusive<f32> = 0.0..=2.0;
-/// Prices (`--price-in`, `--price-out`), USD per 1M tokens.
+/// Prices (`--price-in`, `--price-out`, USD per 1M tokens) and the budget (`--max-cost`, USD).
 pub const MAX_PRICE: f64 = 1_000_000.0;
 
 /// Trim every model name (`--model`, each name of `a,b,c`, each `[[models]]` entry) the one
@@ -225,8 +225,12 @@ fn check_amounts(a: &RunArgs) -> Result<(), CliError> {
         }
     }
     if let Some(c) = a.max_cost {
-        if !(c.is_finite() && c > 0.0) {
-            return Err(out_of("--max-cost", c, "a positive amount of USD"));
+        if !(c.is_finite() && c > 0.0 && c <= MAX_PRICE) {
+            return Err(out_of(
+                "--max-cost",
+                c,
+                &format!("more than 0 up to {MAX_PRICE} USD"),
+            ));
         }
     }
     Ok(())

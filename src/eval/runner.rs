@@ -141,7 +141,7 @@ fn resume_differences(old: &Value, new: &Value) -> Vec<String> {
     keys.into_iter()
         .filter(|k| {
             let recorded_only = ["prompt_sha256", "tools", "textures"].contains(&k.as_str());
-            !(recorded_only && !before.contains_key(*k)) && before.get(*k) != now.get(*k)
+            (!recorded_only || before.contains_key(*k)) && before.get(*k) != now.get(*k)
         })
         .map(|k| {
             format!(

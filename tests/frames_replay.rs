@@ -615,9 +615,11 @@ fn a_run_with_png_hashes_still_replays_and_says_so() {
         .env("VLM_EVAL_NO_FETCH", "1")
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    // Other textures than the old run's are refused as a differing setting.
+    let refused_textures = o.status.code() == Some(2) && stderr(&o).contains("textures: ");
+    assert!(o.status.success() || refused_textures, "{}", stderr(&o));
     let info = json(&run.join("run.json"));
-    if info["textures"]["kind"] != "builtin" {
+    if refused_textures || info["textures"]["kind"] != "builtin" {
         eprintln!(
             "skipping the mixed-hash resume check: this machine finds crafter's official textures even without a cache (an installed crafter), the old run used the built-in sprites"
         );

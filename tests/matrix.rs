@@ -71,7 +71,6 @@ fn every_model_plays_as_its_own_run_and_the_end_is_compare_s_table() {
         "2",
         "--out",
         out.to_str().unwrap(),
-        "--quiet",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", support::stderr(&o));
     let stdout = support::stdout(&o);
@@ -96,7 +95,10 @@ fn every_model_plays_as_its_own_run_and_the_end_is_compare_s_table() {
         assert!(m.join("run.json").is_file(), "default run name {name}");
         let info = read_json(&m.join("run.json"));
         assert_eq!(info["config"]["model"], model);
-        assert_eq!(info["config"]["seeds"], serde_json::json!([0, 1, 2]));
+        assert_eq!(
+            info["config"]["seeds"],
+            serde_json::json!({"start": 0, "end": 3})
+        );
         for seed in 0..3 {
             assert_eq!(
                 outcome(&read_json(&episode_json(&m, seed))),
@@ -127,13 +129,16 @@ fn every_model_plays_as_its_own_run_and_the_end_is_compare_s_table() {
         "matrix output:\n{stdout}\ncompare output:\n{}",
         support::stdout(&c)
     );
-    let matrix_csv = out.join("matrix_tool_both_64px_4t.csv");
+    let matrix_csv = out.join("matrix_mock+scripted+random_tool_both_64px_4t.csv");
     assert_eq!(
         std::fs::read_to_string(&matrix_csv).unwrap(),
         std::fs::read_to_string(&cmp_csv).unwrap()
     );
     assert_eq!(
-        std::fs::read_to_string(out.join("matrix_tool_both_64px_4t.spend.csv")).unwrap(),
+        std::fs::read_to_string(
+            out.join("matrix_mock+scripted+random_tool_both_64px_4t.spend.csv")
+        )
+        .unwrap(),
         std::fs::read_to_string(out.join("cmp.spend.csv")).unwrap()
     );
     assert!(stdout.contains(&format!("comparison: {}", matrix_csv.display())));

@@ -532,7 +532,6 @@ async fn auth_errors_say_whether_and_where_a_key_was_sent() {
             "1",
             "--max-retries",
             "0",
-            "--quiet",
             "--out",
             dir,
             "--run-name",

@@ -235,6 +235,9 @@ fn config_file_supplies_flags_and_flags_override() {
     let info = read_json(&out.join("fromfile/run.json"));
     assert_eq!(info["config"]["model"], "scripted");
     assert_eq!(info["config"]["steps"], 2, "flag overrides file");
-    assert_eq!(info["config"]["seeds"], serde_json::json!([0, 1]));
+    assert_eq!(
+        info["config"]["seeds"],
+        serde_json::json!({"start": 0, "end": 2})
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

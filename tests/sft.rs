@@ -75,12 +75,8 @@ fn check_rows(rows: &[Value], runs: &[&Path]) -> usize {
             .iter()
             .filter(|r| r["metadata"]["run"] == name)
             .collect();
-        let mut seeds: Vec<i64> = info["config"]["seeds"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_i64().unwrap())
-            .collect();
+        let mut seeds: Vec<i64> =
+            vlm_eval::results::run::seeds_of(&info["config"]["seeds"]).unwrap();
         seeds.sort();
         let mut k = 0;
         for seed in seeds {

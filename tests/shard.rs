@@ -113,7 +113,7 @@ fn three_shards_merged_equal_the_unsharded_run() {
         let info = read_json(&shard_dir(&d, i).join("run.json"));
         assert_eq!(
             info["config"]["seeds"],
-            serde_json::json!([2 * i, 2 * i + 1])
+            serde_json::json!({"start": 2 * i, "end": 2 * i + 2})
         );
         assert_eq!(info["config"]["shard"]["index"], i);
         assert_eq!(info["config"]["shard"]["count"], 3);
@@ -415,7 +415,10 @@ fn shard_auto_reads_the_scheduler_environment() {
     };
     ok(&go(&["--shard", "auto"], &slurm("1", "3", "0", "2")));
     let info = read_json(&shard_dir(&d, 1).join("run.json"));
-    assert_eq!(info["config"]["seeds"], serde_json::json!([2, 3]));
+    assert_eq!(
+        info["config"]["seeds"],
+        serde_json::json!({"start": 2, "end": 4})
+    );
     assert_eq!(
         info["shard_from"],
         serde_json::json!({"index": "SLURM_ARRAY_TASK_ID", "count": "SLURM_ARRAY_TASK_COUNT"})
@@ -429,7 +432,10 @@ fn shard_auto_reads_the_scheduler_environment() {
     vars.push(("VLM_EVAL_SHARD_COUNT", "3"));
     ok(&go(&["--shard", "auto"], &vars));
     let info = read_json(&shard_dir(&d, 2).join("run.json"));
-    assert_eq!(info["config"]["seeds"], serde_json::json!([4, 5]));
+    assert_eq!(
+        info["config"]["seeds"],
+        serde_json::json!({"start": 4, "end": 6})
+    );
     assert_eq!(info["shard_from"]["count"], "VLM_EVAL_SHARD_COUNT");
     // Kubernetes: the index from JOB_COMPLETION_INDEX, the count from auto/N; a config file's
     // `shard = "auto/3"` works the same.
@@ -440,7 +446,10 @@ fn shard_auto_reads_the_scheduler_environment() {
         &[("JOB_COMPLETION_INDEX", "0")],
     ));
     let info = read_json(&shard_dir(&d, 0).join("run.json"));
-    assert_eq!(info["config"]["seeds"], serde_json::json!([0, 1]));
+    assert_eq!(
+        info["config"]["seeds"],
+        serde_json::json!({"start": 0, "end": 2})
+    );
     assert_eq!(info["shard_from"]["index"], "JOB_COMPLETION_INDEX");
     // Out of range, a count that disagrees, a count not given: exit 2, one line each.
     for (extra, vars, needle) in [

@@ -36,8 +36,9 @@ pub fn cmd_baseline(c: BaselineCommand) -> Result<i32, CliError> {
             run.episodes.len() + unfinished.len(),
         ));
     }
+    // A failed write is a failed command (exit 1), as in every command; 2 is bad input.
     save_baseline(&a.file, &b).map_err(|e| CliError {
-        code: 2,
+        code: 1,
         message: e.to_string(),
     })?;
     println!(

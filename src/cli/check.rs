@@ -276,7 +276,7 @@ pub fn cmd_check(a: CheckArgs) -> Result<i32, CliError> {
     if let Some(path) = &a.junit {
         crate::results::store::write_atomic(path, junit(&verdicts, &opts).as_bytes()).map_err(
             |e| CliError {
-                code: 2,
+                code: 1,
                 message: format!("cannot write --junit {}: {e}", path.display()),
             },
         )?;

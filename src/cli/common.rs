@@ -217,6 +217,21 @@ pub fn print_comparison(
     Ok(groups)
 }
 
+/// Write runs' comparison CSVs as [`print_comparison`] writes them (the main table at `csv`,
+/// the spend table beside it), printing nothing: the model matrix under `--quiet`.
+pub fn write_comparison(
+    runs: &[RunData],
+    by: GroupBy,
+    columns: &[&str],
+    csv: &Path,
+) -> Result<(), CliError> {
+    let groups = group_runs(runs, by);
+    let (_, csv_table) = main_tables(&groups, by, columns);
+    let (_, spend_csv) = spend_tables(&groups, by);
+    write_table_csv(csv, &csv_table)?;
+    write_table_csv(&sibling(csv, "spend"), &spend_csv)
+}
+
 /// Hold a run folder for this `run` (one writer per folder, `results::lock`): exit 2 naming
 /// the holder when another process has it; the lock's warnings go to the log (one line each).
 pub fn hold_run_folder(dir: &Path) -> Result<crate::results::lock::RunLock, CliError> {

@@ -2,8 +2,8 @@
 //! else exit 2), else the terminal's width when stdout is one, else 120; a table wider than
 //! that loses columns in its stated order (the `*_DROP` lists below, first name dropped
 //! first; the first column is never dropped), and when it is still too wide its widest cells
-//! are abbreviated with `…`. A line under the table says what was hidden and that `--wide`
-//! shows everything. `--wide` (a global flag) prints every column in full. CSV files are
+//! are abbreviated with `…`. A line under the table says what was hidden (as many names as
+//! fit the width, then `and N more`) and that `--wide` shows everything. `--wide` (a global flag) prints every column in full. CSV files are
 //! never touched by any of this, and lines of prose printed under tables stay whole (a
 //! terminal wraps them harmlessly, and scripts search them). docs/GUIDE.md#tables-that-fit
 //! repeats the orders.
@@ -171,21 +171,40 @@ pub fn render_fitted(t: &Table, drop: &[&str], fit: Fit) -> String {
     let mut out = table.to_string();
     let note = match (hidden.is_empty(), abbreviated) {
         (true, false) => return out,
-        (false, false) => format!(
-            "hidden to fit {width} columns: {}; --wide shows every column",
-            hidden.join(", ")
-        ),
         (true, true) => {
             format!("cells abbreviated (…) to fit {width} columns; --wide shows them in full")
         }
-        (false, true) => format!(
-            "hidden to fit {width} columns: {}, and cells abbreviated (…); --wide shows everything",
-            hidden.join(", ")
-        ),
+        (false, abbreviated) => hidden_note(&hidden, width, abbreviated),
     };
     out.push('\n');
     out.push_str(&wrap(&note, width));
     out
+}
+
+/// The note naming the hidden columns, on one line of at most `width` characters: as many
+/// names as fit, first dropped first, then `and N more` (a width too narrow even for one name
+/// is wrapped by the caller).
+fn hidden_note(hidden: &[&str], width: usize, abbreviated: bool) -> String {
+    let tail = if abbreviated {
+        ", and cells abbreviated (…); --wide shows everything"
+    } else {
+        "; --wide shows every column"
+    };
+    let line = |k: usize| {
+        let more = match hidden.len() - k {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        format!(
+            "hidden to fit {width} columns: {}{more}{tail}",
+            hidden[..k].join(", ")
+        )
+    };
+    (1..=hidden.len())
+        .rev()
+        .map(line)
+        .find(|l| l.chars().count() <= width)
+        .unwrap_or_else(|| line(1))
 }
 
 /// Render with the process's fit (`fit()`).
@@ -301,6 +320,50 @@ mod tests {
                 e.message
             );
         }
+    }
+
+    #[test]
+    fn the_hidden_note_fits_its_width_on_one_line() {
+        let names = [
+            "tokens",
+            "cost",
+            "latency p50",
+            "repaired replies",
+            "return",
+            "steps",
+            "invalid actions",
+            "score",
+            "exact replies",
+        ];
+        let all = hidden_note(&names, 200, false);
+        assert_eq!(
+            all,
+            format!(
+                "hidden to fit 200 columns: {}; --wide shows every column",
+                names.join(", ")
+            )
+        );
+        for abbreviated in [false, true] {
+            let note = hidden_note(&names, 120, abbreviated);
+            assert!(note.chars().count() <= 120, "{note}");
+            assert!(
+                note.starts_with("hidden to fit 120 columns: tokens, cost,"),
+                "{note}"
+            );
+            assert!(note.contains(" more"), "{note}");
+        }
+        let note = hidden_note(&names, 120, false);
+        let shown = note
+            .trim_start_matches("hidden to fit 120 columns: ")
+            .split(" and ")
+            .next()
+            .unwrap()
+            .split(", ")
+            .count();
+        assert!(
+            note.contains(&format!(" and {} more;", names.len() - shown)),
+            "{note}"
+        );
     }
 
     #[test]

@@ -53,10 +53,27 @@ pub fn one_line(rendered: &str, command: &str) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    let first = lines
+    let mut first = lines
         .first()
         .copied()
-        .unwrap_or("error: the command line could not be read");
+        .unwrap_or("error: the command line could not be read")
+        .to_string();
+    // `…were not provided:` lists the missing arguments on the lines below (`<RUNS>...`):
+    // they join the line, and so does the usage line that shows where they go.
+    if first.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .iter()
+            .skip(1)
+            .take_while(|l| !is_trailer(l))
+            .copied()
+            .collect();
+        if !listed.is_empty() {
+            first = format!("{first} {}", listed.join(", "));
+        }
+        if let Some(usage) = lines.iter().find_map(|l| l.strip_prefix("Usage: ")) {
+            first = format!("{first} (usage: {usage})");
+        }
+    }
     let tip = lines
         .iter()
         .find_map(|l| l.strip_prefix("tip: "))
@@ -69,6 +86,18 @@ pub fn one_line(rendered: &str, command: &str) -> String {
         .map(|v| format!(" {v}"))
         .unwrap_or_default();
     format!("{first}{values}{tip}; see '{command} --help'")
+}
+
+/// A line of clap's rendering after the error's own lines.
+fn is_trailer(line: &str) -> bool {
+    [
+        "Usage:",
+        "tip:",
+        "For more information",
+        "[possible values:",
+    ]
+    .iter()
+    .any(|p| line.starts_with(p))
 }
 
 #[cfg(test)]
@@ -84,6 +113,15 @@ mod tests {
             one_line(rendered, "vlm-eval run"),
             "error: unexpected argument '--seedz' found (a similar argument exists: '--seeds'); \
              see 'vlm-eval run --help'"
+        );
+        let missing =
+            "error: the following required arguments were not provided:\n  --out <OUT>\n  \
+                       <RUNS>...\n\nUsage: vlm-eval merge --out <OUT> <RUNS>...\n\nFor more \
+                       information, try '--help'.\n";
+        assert_eq!(
+            one_line(missing, "vlm-eval merge"),
+            "error: the following required arguments were not provided: --out <OUT>, <RUNS>... \
+             (usage: vlm-eval merge --out <OUT> <RUNS>...); see 'vlm-eval merge --help'"
         );
         assert_eq!(
             one_line("", "vlm-eval"),

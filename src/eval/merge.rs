@@ -263,11 +263,7 @@ fn merged_seeds(runs: &[RunData]) -> (Vec<i64>, Option<Vec<i64>>) {
     }
     let all: Vec<Option<Vec<i64>>> = runs
         .iter()
-        .map(|r| {
-            r.info["config"]["shard"]["all_seeds"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_i64).collect())
-        })
+        .map(|r| crate::results::run::seeds_of(&r.info["config"]["shard"]["all_seeds"]))
         .collect();
     let original = match all.first() {
         Some(Some(first)) if all.iter().all(|a| a.as_ref() == Some(first)) => Some(first.clone()),

@@ -96,15 +96,61 @@ fn say(bar: &ProgressBar, line: String) {
     }
 }
 
-/// Settings that must match for a rerun to resume a run folder.
-fn resume_key(info: &Value) -> Value {
-    let mut key = info.get("config").cloned().unwrap_or(Value::Null);
-    if let Some(obj) = key.as_object_mut() {
-        for volatile in ["concurrency", "force", "seeds", "run_name", "out", "frames"] {
-            obj.remove(volatile);
+/// Config keys that may change between tries of one run: how many episodes play at once,
+/// which seeds (a rerun may add some), and where the folder is.
+const VOLATILE: [&str; 5] = ["concurrency", "force", "seeds", "run_name", "out"];
+
+/// Settings that must match for a rerun to resume a run folder: run.json's `config` less
+/// [`VOLATILE`] (`frames` included: a run stores one kind of frame files; a run.json from
+/// before `frames` wrote every frame), and the prompt, tools and textures it recorded.
+fn resume_key(info: &Value) -> std::collections::BTreeMap<String, Value> {
+    let mut key: std::collections::BTreeMap<String, Value> = info
+        .get("config")
+        .and_then(Value::as_object)
+        .map(|c| {
+            c.iter()
+                .filter(|(k, _)| !VOLATILE.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    key.entry("frames".into()).or_insert_with(|| json!("all"));
+    for k in ["prompt_sha256", "tools", "textures"] {
+        if let Some(v) = info.get(k) {
+            key.insert(k.into(), v.clone());
         }
     }
     key
+}
+
+/// The settings a rerun would change, each as `name: <before> there, <now> now` (values cut
+/// to 60 characters); the prompt, tools and textures only when the folder recorded them.
+fn resume_differences(old: &Value, new: &Value) -> Vec<String> {
+    let (before, now) = (resume_key(old), resume_key(new));
+    let show = |v: Option<&Value>| {
+        let text = v.map_or("(not set)".to_string(), Value::to_string);
+        if text.chars().count() > 60 {
+            format!("{}…", text.chars().take(59).collect::<String>())
+        } else {
+            text
+        }
+    };
+    let mut keys: Vec<&String> = before.keys().chain(now.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| {
+            let recorded_only = ["prompt_sha256", "tools", "textures"].contains(&k.as_str());
+            (!recorded_only || before.contains_key(*k)) && before.get(*k) != now.get(*k)
+        })
+        .map(|k| {
+            format!(
+                "{k}: {} there, {} now",
+                show(before.get(k)),
+                show(now.get(k))
+            )
+        })
+        .collect()
 }
 
 /// A spawned episode, cancelled when dropped (as the episode future itself was when polled in
@@ -141,6 +187,30 @@ fn previous_episode_ok(store: &RunDir, seed: i64) -> bool {
         .is_some_and(|e| !matches!(e.termination, Termination::Error | Termination::Budget))
 }
 
+/// Whether `store` may be resumed with `run_info`'s settings: a folder without run.json, or
+/// with `force`, always; else every setting of [`resume_key`] must match, and the error names
+/// each that differs. The runner checks it again once it holds the folder; the command calls
+/// it first, before it makes anything.
+pub fn check_resume(store: &RunDir, run_info: &Value, force: bool) -> Result<(), RunError> {
+    let run_json = store.run_json();
+    if force || !run_json.is_file() {
+        return Ok(());
+    }
+    let old: Value = std::fs::read_to_string(&run_json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let differ = resume_differences(&old, run_info);
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Mismatch(format!(
+        "{} holds a run with different settings ({}); use another --run-name, or --force to start it over",
+        store.root.display(),
+        differ.join("; ")
+    )))
+}
+
 /// Play the run's episodes and write its summary.
 pub async fn run(
     opts: RunOptions,
@@ -158,18 +228,7 @@ pub async fn run_shown(
     display: &Display,
 ) -> Result<RunOutcome, RunError> {
     let run_json = store.run_json();
-    if run_json.is_file() && !opts.force {
-        let old: Value = std::fs::read_to_string(&run_json)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or(Value::Null);
-        if resume_key(&old) != resume_key(&opts.run_info) {
-            return Err(RunError::Mismatch(format!(
-                "{} holds a run with different settings; use another --run-name, or --force to start it over",
-                store.root.display()
-            )));
-        }
-    }
+    check_resume(&store, &opts.run_info, opts.force)?;
     if opts.force && store.root.join("episodes").exists() {
         std::fs::remove_dir_all(store.root.join("episodes")).map_err(|source| StoreError::Io {
             path: store.root.display().to_string(),

@@ -105,8 +105,7 @@ fn read_info(dir: &Path) -> Result<Value, ReadError> {
 }
 
 fn seeds_at(v: &Value) -> Option<Vec<i64>> {
-    v.as_array()
-        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+    crate::results::run::seeds_of(v)
 }
 
 /// Read one folder into a part.

@@ -45,11 +45,9 @@ impl RunData {
             })
     }
 
-    /// Seeds the run was asked to play (`config.seeds`), when recorded.
+    /// Seeds the run was asked to play (`config.seeds`, a list or a range), when recorded.
     pub fn planned_seeds(&self) -> Option<Vec<i64>> {
-        self.info["config"]["seeds"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+        seeds_of(&self.info["config"]["seeds"])
     }
 
     /// The folder of one episode.
@@ -61,6 +59,36 @@ impl RunData {
     pub fn trajectory(&self, seed: i64) -> Result<Vec<Value>, ReadError> {
         read_trajectory(&self.dir, seed)
     }
+}
+
+/// The most seeds one run may plan (`run --seeds`, `--seed-list`); a recorded range longer
+/// than this is not read.
+pub const MAX_SEEDS: u64 = 1_000_000;
+
+/// A seed set as run.json records it (`config.seeds`, `config.shard.all_seeds`): a consecutive
+/// run `a, a+1, …, b-1` of two or more seeds as the range `{"start": a, "end": b}` (end
+/// excluded), anything else as a list.
+pub fn seeds_value(seeds: &[i64]) -> Value {
+    let consecutive =
+        seeds.len() >= 2 && seeds.windows(2).all(|w| w[0].checked_add(1) == Some(w[1]));
+    match (consecutive, seeds.first(), seeds.last()) {
+        (true, Some(&start), Some(&last)) => serde_json::json!({"start": start, "end": last + 1}),
+        _ => Value::from(seeds.to_vec()),
+    }
+}
+
+/// Read a seed set as [`seeds_value`] writes it, or as a list (every run.json before ranges).
+/// `None` for anything else, and for a range of more than [`MAX_SEEDS`] seeds.
+pub fn seeds_of(v: &Value) -> Option<Vec<i64>> {
+    if let Some(list) = v.as_array() {
+        return Some(list.iter().filter_map(Value::as_i64).collect());
+    }
+    let (start, end) = (v.get("start")?.as_i64()?, v.get("end")?.as_i64()?);
+    let len = end.checked_sub(start)?;
+    if !(0..=MAX_SEEDS as i64).contains(&len) {
+        return None;
+    }
+    Some((start..end).collect())
 }
 
 /// `RUN/episodes/seed_<S>`.
@@ -191,6 +219,26 @@ pub fn read_trajectory(run: &Path, seed: i64) -> Result<Vec<Value>, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seed_sets_round_trip_as_ranges_or_lists() {
+        use serde_json::json;
+        assert_eq!(seeds_value(&[0, 1, 2]), json!({"start": 0, "end": 3}));
+        assert_eq!(seeds_value(&[-2, -1]), json!({"start": -2, "end": 0}));
+        assert_eq!(seeds_value(&[5]), json!([5]));
+        assert_eq!(seeds_value(&[2, 1]), json!([2, 1]));
+        assert_eq!(seeds_value(&[0, 2, 3]), json!([0, 2, 3]));
+        for seeds in [vec![0, 1, 2], vec![7], vec![3, 9, 4], vec![]] {
+            assert_eq!(seeds_of(&seeds_value(&seeds)), Some(seeds));
+        }
+        // Lists as every run.json before ranges wrote them.
+        assert_eq!(seeds_of(&json!([4, 1])), Some(vec![4, 1]));
+        // A range is never materialised past the bound, nor read backwards.
+        assert_eq!(seeds_of(&json!({"start": 0, "end": 100_000_000})), None);
+        assert_eq!(seeds_of(&json!({"start": 5, "end": 1})), None);
+        assert_eq!(seeds_of(&json!({"start": i64::MIN, "end": i64::MAX})), None);
+        assert_eq!(seeds_of(&json!("0..3")), None);
+    }
 
     #[test]
     fn frame_paths_are_plain_files_under_frames() {

@@ -29,13 +29,7 @@ pub fn in_progress(run: &Path) -> bool {
         return true;
     }
     let planned = crate::results::live::read_run_info(run)
-        .and_then(|info| {
-            info["config"]["seeds"].as_array().map(|a| {
-                a.iter()
-                    .filter_map(serde_json::Value::as_i64)
-                    .collect::<Vec<_>>()
-            })
-        })
+        .and_then(|info| crate::results::run::seeds_of(&info["config"]["seeds"]))
         .unwrap_or_default();
     planned.iter().any(|s| !done.contains(s))
 }

@@ -3,11 +3,14 @@
 //! controlled environment (std or tokio), its output as text, fresh scratch folders under
 //! `CARGO_TARGET_TMPDIR/<test binary>/` (so no two test binaries share a name), headless
 //! Chromium (or a printed skip), and the tiny local-model fixtures with their transformers
-//! references. Each test binary uses a part of it, hence the `dead_code` allowance.
+//! references; `hostile.rs` the hostile-input suites' counting endpoint and refusal check.
+//! Each test binary uses a part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+pub mod hostile;
 
 use vlm_eval::model::local::backend::cpu::packed::CpuPacked;
 use vlm_eval::model::local::engine::Engine;

@@ -22,29 +22,30 @@ pub struct RunArgs {
     pub preset: Option<String>,
     /// Model: `mock` (offline, scripted policy behind a local OpenAI-compatible server),
     /// `scripted`, `random`, `local:DIR` (a Qwen2-VL checkpoint folder run in-process), or a
-    /// model name at an OpenAI-compatible endpoint. Several, comma-separated (`a,b,c`): each
-    /// plays the same seeds into its own run folder, then their comparison is printed.
+    /// model name at an OpenAI-compatible endpoint (names are trimmed; an empty one is
+    /// refused). Several, comma-separated (`a,b,c`, at most 64): each plays the same seeds
+    /// into its own run folder, then their comparison is printed.
     #[arg(long)]
     pub model: Option<String>,
-    /// Play env seeds 0..N-1.
+    /// Play env seeds 0..N-1 (N at most 1000000).
     #[arg(long, conflicts_with = "seed_list")]
     pub seeds: Option<u32>,
-    /// Play these env seeds (comma-separated).
+    /// Play these env seeds (comma-separated, each once, at most 1000000).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub seed_list: Option<Vec<i64>>,
-    /// Model turns per episode [default: 10].
+    /// Model turns per episode, 1..=100000 [default: 10].
     #[arg(long)]
     pub steps: Option<u32>,
-    /// Game length in env steps [default: 10000].
+    /// Game length in env steps, 0 for no limit (the turns end it) [default: 10000].
     #[arg(long)]
     pub episode_length: Option<u32>,
-    /// Episodes in flight at once [default: 8].
+    /// Episodes in flight at once, 1..=1024 [default: 8].
     #[arg(long)]
     pub concurrency: Option<usize>,
-    /// Sampling temperature.
+    /// Sampling temperature, 0 to 2.
     #[arg(long)]
     pub temperature: Option<f32>,
-    /// Output token limit per turn.
+    /// Output token limit per turn, 1..=1000000.
     #[arg(long)]
     pub max_tokens: Option<u32>,
     /// OpenAI-compatible base URL (else $OPENAI_BASE_URL, else https://api.openai.com/v1).
@@ -59,7 +60,8 @@ pub struct RunArgs {
     /// Run folder name [default: derived from model and settings].
     #[arg(long)]
     pub run_name: Option<String>,
-    /// Frame size in pixels sent to the model, also the game's render size [default: 64].
+    /// Frame size in pixels sent to the model, also the game's render size, 9..=1024
+    /// [default: 64].
     #[arg(long)]
     pub image_size: Option<usize>,
     /// What each observation holds [default: both].
@@ -68,16 +70,16 @@ pub struct RunArgs {
     /// Text observation format [default: state].
     #[arg(long, value_enum)]
     pub obs_format: Option<ObsFormat>,
-    /// Previous turns kept in the prompt [default: 3].
+    /// Previous turns kept in the prompt, 0..=1000 [default: 3].
     #[arg(long)]
     pub history: Option<usize>,
-    /// Frames kept in the prompt, counting the current one [default: 1].
+    /// Frames kept in the prompt, counting the current one, 0..=1000 [default: 1].
     #[arg(long)]
     pub image_history: Option<usize>,
     /// Action protocol [default: tool].
     #[arg(long, value_enum)]
     pub protocol: Option<Protocol>,
-    /// Actions allowed per turn [default: 8].
+    /// Actions allowed per turn, 1..=64 [default: 8].
     #[arg(long)]
     pub max_actions_per_turn: Option<usize>,
     /// Folder with prompt templates (system_tool.txt, system_text.txt).
@@ -87,10 +89,10 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// USD per 1M input tokens (default: a built-in table for common models).
+    /// USD per 1M input tokens, 0 to 1000000 (default: a built-in table for common models).
     #[arg(long)]
     pub price_in: Option<f64>,
-    /// USD per 1M output tokens.
+    /// USD per 1M output tokens, 0 to 1000000.
     #[arg(long)]
     pub price_out: Option<f64>,
     /// Redo finished episodes.
@@ -100,13 +102,14 @@ pub struct RunArgs {
     /// Directory with crafter's textures.
     #[arg(long)]
     pub assets: Option<PathBuf>,
-    /// Per-request timeout in seconds [default: 120].
+    /// Per-request timeout in seconds, more than 0 up to 86400 [default: 120].
     #[arg(long)]
     pub request_timeout: Option<f64>,
-    /// Retries per request [default: 6].
+    /// Retries per request, 0..=100 [default: 6].
     #[arg(long)]
     pub max_retries: Option<u32>,
-    /// No progress bar and no per-episode lines.
+    /// No progress bar, no per-episode lines and no summary table: only the run folder's
+    /// path (`results: DIR`) is printed.
     #[arg(long)]
     #[serde(default)]
     pub quiet: bool,
@@ -117,7 +120,7 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(default)]
     pub allow_errors: bool,
-    /// Stop starting new turns once this much USD has been spent.
+    /// Stop starting new turns once this much USD has been spent (more than 0, up to 1000000).
     #[arg(long)]
     pub max_cost: Option<f64>,
     /// Stop starting new turns once this many tokens (in + out) have been used.
@@ -137,14 +140,16 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(default)]
     pub seed_param: bool,
-    /// Extra HTTP header, `Name: value` (repeatable), e.g. OpenRouter's HTTP-Referer.
+    /// Extra HTTP header, `Name: value` (repeatable, at most 64), e.g. OpenRouter's
+    /// HTTP-Referer.
     #[arg(long = "header", value_name = "K:V")]
     #[serde(default)]
     pub headers: Vec<String>,
-    /// Longest wait between retries (backoff or Retry-After), seconds [default: 60].
+    /// Longest wait between retries (backoff or Retry-After), 0 to 86400 seconds [default: 60].
     #[arg(long)]
     pub max_retry_wait: Option<f64>,
-    /// Total time allowed for one turn's model call, retries included, seconds.
+    /// Total time allowed for one turn's model call, retries included, more than 0 up to
+    /// 86400 seconds.
     #[arg(long)]
     pub turn_deadline: Option<f64>,
     /// Device for `--model local:DIR` [default: cpu].
@@ -179,7 +184,7 @@ pub struct RunArgs {
     pub allow_balrog_drift: bool,
     /// Frame files to write: all (every env step), sent (only frames shown to the model) or
     /// none; every frame's sha256 is recorded whichever, and `vlm-eval replay` renders the
-    /// rest again [default: all].
+    /// rest again; sent and none add `_frames-<mode>` to the default run name [default: all].
     #[arg(long, value_enum)]
     pub frames: Option<crate::results::frames::FramesMode>,
     /// `[[models]]` in `--config`: the model matrix, each model with its own endpoint.
@@ -208,7 +213,7 @@ pub struct ModelEntry {
     pub api_key_file: Option<PathBuf>,
     /// USD per 1M input tokens.
     pub price_in: Option<f64>,
-    /// USD per 1M output tokens.
+    /// USD per 1M output tokens, 0 to 1000000.
     pub price_out: Option<f64>,
     /// Extra HTTP headers, `Name: value`.
     #[serde(default)]

@@ -3,7 +3,8 @@
 //! settings into its own ordinary run folder; the models' runners play at once, each with its
 //! own episode concurrency and its own adaptive per-endpoint limit, so a slow or failing model
 //! holds only its own slots. The end prints the comparison `vlm-eval compare` prints and
-//! writes its CSV to `<out>/matrix_<settings>.csv`.
+//! writes its CSV to `<out>/matrix_<models>_<settings>.csv` (named by its models, so that
+//! another matrix never overwrites it).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -12,9 +13,9 @@ use indicatif::MultiProgress;
 
 use super::args::{split_models, ModelEntry, RunArgs};
 use super::record::run_record;
-use super::resolve::{resolve_run, settings_name};
+use super::resolve::{folder_safe, resolve_run, settings_name};
 use super::start::{exit_code, plan_run, start_run};
-use crate::cli::common::{print_comparison, runtime, sibling};
+use crate::cli::common::{print_comparison, runtime, sibling, write_comparison};
 use crate::cli::error::CliError;
 use crate::eval::runner::Display;
 use crate::report::compare::{parse_columns, GroupBy};
@@ -67,6 +68,25 @@ pub(super) fn model_list(a: &RunArgs) -> Result<Option<Vec<ModelEntry>>, CliErro
     Ok(Some(entries))
 }
 
+/// The matrix's CSV name: `matrix_<model>+<model>+…_<settings>.csv`, so that a matrix of
+/// other models never overwrites it; when the models' names would make the file name too long
+/// for a filesystem, `matrix_<N>models-<digest>_<settings>.csv` (the sha256 of the names).
+fn matrix_csv_name(entries: &[ModelEntry], settings: &str) -> String {
+    let names: Vec<&str> = entries.iter().map(|e| e.model.as_str()).collect();
+    let joined: Vec<String> = names.iter().map(|n| folder_safe(n)).collect();
+    let name = format!("matrix_{}_{settings}.csv", joined.join("+"));
+    // 255 bytes is the common limit; `.spend.csv` is added beside it.
+    if name.len() <= 200 {
+        return name;
+    }
+    let digest = crate::crafter::trace::sha256_hex(names.join(",").as_bytes());
+    format!(
+        "matrix_{}models-{}_{settings}.csv",
+        names.len(),
+        &digest[..12]
+    )
+}
+
 /// The flags of one model of the matrix: the shared flags with the entry's own keys over them.
 fn model_args(base: &RunArgs, e: &ModelEntry) -> RunArgs {
     let mut a = base.clone();
@@ -103,7 +123,10 @@ pub(super) fn run_matrix(
     let mut resolved = Vec::new();
     let mut folders: Vec<(PathBuf, String)> = Vec::new();
     for e in &entries {
-        let rr = resolve_run(&model_args(&a, e), textures.clone())?;
+        // An entry's own keys (prices, endpoint) are checked as the flags were.
+        let mut args = model_args(&a, e);
+        super::limits::check(&mut args)?;
+        let rr = resolve_run(&args, textures.clone())?;
         textures = Some(rr.textures.clone());
         let dir = rr.out.join(&rr.run_name);
         if let Some((_, other)) = folders.iter().find(|(d, _)| *d == dir) {
@@ -121,13 +144,14 @@ pub(super) fn run_matrix(
             "no model to run: give --model a,b or [[models]] entries",
         ));
     };
-    let csv = first.out.join(format!(
-        "matrix_{}.csv",
-        settings_name(
+    let csv = first.out.join(matrix_csv_name(
+        &entries,
+        &settings_name(
             &first.r,
             first.balrog_layout,
-            a.shard.map(|s| s.name_suffix())
-        )
+            a.frames.unwrap_or_default(),
+            a.shard.map(|s| s.name_suffix()),
+        ),
     ));
     let mut plans = Vec::new();
     for rr in resolved {
@@ -172,7 +196,11 @@ pub(super) fn run_matrix(
     }
     if !runs.is_empty() {
         let columns = parse_columns(None).map_err(CliError::usage)?;
-        print_comparison(&runs, GroupBy::Run, &columns, Some(&csv), true)?;
+        if a.quiet {
+            write_comparison(&runs, GroupBy::Run, &columns, &csv)?;
+        } else {
+            print_comparison(&runs, GroupBy::Run, &columns, Some(&csv), true)?;
+        }
         println!(
             "comparison: {} (spend: {})",
             csv.display(),

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 mod args;
+mod limits;
 mod matrix;
 mod model;
 mod preset;
@@ -16,11 +17,13 @@ use crate::cli::error::CliError;
 use crate::eval::shard::Shard;
 pub use args::RunArgs;
 
-/// Run the `run` command; returns the process exit code. Its steps: the flags resolved
-/// (`resolve`), the run record (`record`, run.json), the start (`start`: runner launched,
-/// table printed).
+/// Run the `run` command; returns the process exit code. Its steps: the flags merged with
+/// `--config` and checked (`limits`: names, bounds), then resolved (`resolve`), the run
+/// record (`record`, run.json), the start (`start`: runner launched, table printed). Every
+/// input check happens before the first folder, file, server or request.
 pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
     let mut a = resolve::merge_config(a)?;
+    limits::check(&mut a)?;
     // `--shard auto`: the index (and count) from the scheduler's environment.
     a.shard = a
         .shard
@@ -51,6 +54,6 @@ pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
         );
     }
     let outcome = runtime()?.block_on(start::start_run(plan, &Default::default()))?;
-    start::print_summary(&outcome.summary, &outcome.dir);
+    start::print_summary(&outcome.summary, &outcome.dir, a.quiet);
     Ok(start::exit_code(&outcome, a.allow_errors))
 }

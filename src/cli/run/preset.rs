@@ -61,7 +61,7 @@ fn over<T: PartialEq + Clone>(
 /// Resolve the preset and the overrides; checks what the preset's layout requires.
 pub(super) fn resolve(a: &RunArgs) -> Result<Resolved, CliError> {
     let name = a.preset.as_deref().unwrap_or(DEFAULT_PRESET);
-    let preset = Preset::builtin(name).map_err(|e| CliError::usage(e.to_string()))?;
+    let preset = Preset::builtin(name).map_err(|e| CliError::usage(format!("--preset: {e}")))?;
     let mut o = Vec::new();
     let p = &preset;
     let seeds = match (&a.seed_list, a.seeds) {

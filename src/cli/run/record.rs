@@ -7,6 +7,7 @@ use super::resolve::ResolvedRun;
 use crate::agent::conversation::ConversationConfig;
 use crate::cli::error::CliError;
 use crate::crafter::trace::sha256_hex;
+use crate::results::run::seeds_value;
 
 /// The `run.json` content of a resolved run.
 pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
@@ -15,7 +16,7 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
     let tools = offered_tools(conversation)?;
     let mut config = json!({
         "model": rr.model_name,
-        "seeds": rr.seeds,
+        "seeds": seeds_value(&rr.seeds),
         "steps": rr.turns,
         "episode_length": r.episode_length,
         "concurrency": rr.concurrency,
@@ -44,8 +45,7 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         obj.extend(keys);
     }
     if let Some(shard) = a.shard {
-        config["shard"] =
-            json!({"index": shard.index, "count": shard.count, "all_seeds": rr.all_seeds});
+        config["shard"] = json!({"index": shard.index, "count": shard.count, "all_seeds": seeds_value(&rr.all_seeds)});
     }
     if rr.local_dir.is_some() {
         use crate::model::local::device::{default_dtype, Device};

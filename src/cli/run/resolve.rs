@@ -1,6 +1,6 @@
-//! `run`'s first step: the flags and the `--config` file merged, then resolved into a
-//! [`ResolvedRun`] (seeds, protocol, endpoint and key, run name, textures, prices), with every
-//! input check that must fail before anything slow happens.
+//! `run`'s second step: the flags and the `--config` file merged (then checked by `limits`),
+//! then resolved into a [`ResolvedRun`] (seeds, protocol, endpoint and key, run name, textures,
+//! prices), with every input check that must fail before anything slow happens.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use crate::agent::prompt::Prompts;
 use crate::cli::common::load_textures;
 use crate::cli::error::CliError;
 use crate::crafter::TextureSet;
+use crate::results::frames::FramesMode;
 use crate::results::store::check_path_component;
 
 macro_rules! merge {
@@ -24,13 +25,19 @@ macro_rules! merge {
 fn read_config(path: &Path) -> Result<RunArgs, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::usage(format!("cannot read --config {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| {
+    let mut file: RunArgs = toml::from_str(&text).map_err(|e| {
         let msg = e.message().replace('\n', " ");
         CliError::usage(format!(
             "--config {}: {msg} (keys are the flag names, e.g. seeds = 10)",
             path.display()
         ))
-    })
+    })?;
+    // Entries' names trimmed as `--model`'s are (`limits::model_name`), so that `--model`
+    // picks them by the same name; an empty one is refused there.
+    for e in &mut file.models {
+        e.model = e.model.trim().to_string();
+    }
+    Ok(file)
 }
 
 /// The flags with `--config`'s keys filling what the command line left unset.
@@ -144,8 +151,9 @@ pub(super) struct ResolvedRun {
     pub prices: Option<(f64, f64)>,
 }
 
-/// Resolve the merged flags into one run. `textures` reuses a set already loaded (the model
-/// matrix loads them once); `None` loads them here.
+/// Resolve the merged flags (checked by `limits::check`) into one run. `textures` reuses a
+/// set already loaded (the model matrix loads them once); `None` loads them here. Nothing here
+/// makes a folder, writes a file or sends a request.
 pub(super) fn resolve_run(
     a: &RunArgs,
     textures: Option<Arc<TextureSet>>,
@@ -154,80 +162,141 @@ pub(super) fn resolve_run(
         CliError::usage("--model is required: e.g. --model mock (offline), --model gpt-4o-mini, or --model random")
     })?;
     let r = preset::resolve(a)?;
-    let seeds: Vec<i64> = match (&a.seed_list, a.seeds) {
-        (Some(list), _) if !list.is_empty() => list.clone(),
-        (_, Some(n)) if n > 0 => (0..n as i64).collect(),
-        (_, Some(_)) => return Err(CliError::usage("--seeds must be at least 1")),
-        _ => (0..r.seeds as i64).collect(),
-    };
-    let mut uniq = seeds.clone();
-    uniq.sort_unstable();
-    uniq.dedup();
-    if uniq.len() != seeds.len() {
-        return Err(CliError::usage(
-            "--seed-list has duplicate seeds; list each seed once",
-        ));
-    }
-    let all_seeds = seeds.clone();
-    let seeds = match a.shard {
-        Some(shard) => shard.seeds_of(&seeds).map_err(CliError::usage)?,
-        None => seeds,
-    };
-    let turns = r.steps;
-    if turns == 0 {
-        return Err(CliError::usage(
-            "--steps must be at least 1 (model turns per episode)",
-        ));
-    }
-    let image_size = r.image_size;
-    if !(9..=1024).contains(&image_size) {
-        return Err(CliError::usage(format!("--image-size {image_size} is out of range: use 9..=1024 pixels (64 is crafter's default)")));
-    }
-    let max_actions = r.max_actions;
-    if !(1..=64).contains(&max_actions) {
-        return Err(CliError::usage("--max-actions-per-turn must be 1..=64"));
-    }
-    let concurrency = a.concurrency.unwrap_or(8);
-    if concurrency == 0 {
-        return Err(CliError::usage("--concurrency must be at least 1"));
-    }
-    let protocol = r.protocol;
+    let (seeds, all_seeds) = seed_plan(a, &r)?;
     let prompts = match &a.prompts {
-        Some(dir) => Prompts::load(dir).map_err(|e| CliError::usage(e.to_string()))?,
+        Some(dir) => Prompts::load(dir).map_err(|e| CliError::usage(format!("--prompts: {e}")))?,
         None => Prompts::builtin(),
     };
     let balrog_layout = r.play.layout == Layout::Balrog;
-    let system = prompts.system(protocol, max_actions);
+    let system = prompts.system(r.protocol, r.max_actions);
     let conversation = ConversationConfig {
         system: system.clone(),
-        protocol,
+        protocol: r.protocol,
         modality: r.modality,
         history: r.history,
         image_history: r.image_history,
-        max_actions: if protocol == Protocol::Text {
+        max_actions: if r.protocol == Protocol::Text {
             1
         } else {
-            max_actions
+            r.max_actions
         },
         temperature: r.temperature,
         max_tokens: r.max_tokens,
         seed: None,
         tool_choice: r.tool_choice,
     };
-
-    // Endpoint and key (checked before anything slow happens).
     let local_dir = model_name.strip_prefix("local:").map(PathBuf::from);
     let builtin =
         matches!(model_name.as_str(), "mock" | "scripted" | "random") || local_dir.is_some();
-    let base_url = a
-        .base_url
-        .clone()
-        .or_else(|| {
-            std::env::var("OPENAI_BASE_URL")
-                .ok()
-                .filter(|s| !s.is_empty())
-        })
-        .unwrap_or_else(|| "https://api.openai.com/v1".to_string());
+    let ep = endpoint(a, builtin)?;
+    let run_name = a.run_name.clone().unwrap_or_else(|| {
+        default_run_name(
+            &model_name,
+            &r,
+            balrog_layout,
+            a.frames.unwrap_or_default(),
+            a.shard.map(|s| s.name_suffix()),
+        )
+    });
+    check_path_component(&run_name).map_err(|why| {
+        CliError::usage(format!(
+            "--run-name {:?}: {why}; the run folder is --out/<run name>",
+            run_name
+        ))
+    })?;
+    let textures = match textures {
+        Some(t) => t,
+        None => Arc::new(load_textures(a.assets.as_deref())?),
+    };
+    if balrog_layout && textures.kind() != "official" {
+        return Err(CliError::usage(format!(
+            "--preset {} sends crafter's official textures, but only the built-in sprites were found: run `vlm-eval assets fetch`, or pass --assets DIR (or set CRAFTER_ASSETS)",
+            r.preset.name
+        )));
+    }
+    let prices = match (a.price_in, a.price_out) {
+        (Some(i), Some(o)) => Some((i, o)),
+        (None, None) if builtin => Some((0.0, 0.0)),
+        (None, None) => builtin_price(&model_name),
+        _ => {
+            return Err(CliError::usage(
+                "give both --price-in and --price-out, or neither",
+            ))
+        }
+    };
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    Ok(ResolvedRun {
+        args: a.clone(),
+        model_name,
+        local_dir,
+        builtin,
+        seeds,
+        all_seeds,
+        turns: r.steps,
+        image_size: r.image_size,
+        concurrency: a.concurrency.unwrap_or(8),
+        system,
+        conversation,
+        balrog_layout,
+        base_url: ep.base_url,
+        key_env: ep.key_env,
+        api_key: ep.api_key,
+        headers: ep.headers,
+        run_name,
+        out,
+        textures,
+        prices,
+        r,
+    })
+}
+
+/// The seeds this run plays (its shard's slice) and every seed of the run: `--seed-list` as
+/// given (each seed once), else `0..N` (`--seeds`, else the preset's). Their count is bounded
+/// by `limits::MAX_SEEDS`.
+fn seed_plan(a: &RunArgs, r: &Resolved) -> Result<(Vec<i64>, Vec<i64>), CliError> {
+    let all: Vec<i64> = match (&a.seed_list, a.seeds) {
+        (Some(list), _) if !list.is_empty() => list.clone(),
+        (_, Some(n)) => (0..i64::from(n)).collect(),
+        _ => (0..i64::from(r.seeds)).collect(),
+    };
+    let mut uniq = all.clone();
+    uniq.sort_unstable();
+    uniq.dedup();
+    if uniq.len() != all.len() {
+        return Err(CliError::usage(
+            "--seed-list has duplicate seeds; list each seed once",
+        ));
+    }
+    let seeds = match a.shard {
+        Some(shard) => shard.seeds_of(&all).map_err(CliError::usage)?,
+        None => all.clone(),
+    };
+    Ok((seeds, all))
+}
+
+/// Where a model is called: base URL, key and headers, checked before anything slow happens.
+struct Endpoint {
+    base_url: String,
+    key_env: String,
+    api_key: Option<String>,
+    headers: Vec<(String, String)>,
+}
+
+fn endpoint(a: &RunArgs, builtin: bool) -> Result<Endpoint, CliError> {
+    let from_env = std::env::var("OPENAI_BASE_URL")
+        .ok()
+        .filter(|s| !s.trim().is_empty());
+    let (base_url, from) = match (&a.base_url, from_env) {
+        (Some(url), _) if a.config.is_some() => {
+            (url.clone(), "--base-url (or base-url in --config)")
+        }
+        (Some(url), _) => (url.clone(), "--base-url"),
+        (None, Some(url)) => (url, "OPENAI_BASE_URL (from the environment)"),
+        (None, None) => ("https://api.openai.com/v1".to_string(), "the default URL"),
+    };
+    if !builtin {
+        super::limits::check_base_url(&base_url, from)?;
+    }
     let key_env = a
         .api_key_env
         .clone()
@@ -263,12 +332,7 @@ pub(super) fn resolve_run(
             }
         }
     }
-    if a.max_cost.is_some_and(|c| c.is_nan() || c <= 0.0) || a.max_tokens_total == Some(0) {
-        return Err(CliError::usage(
-            "--max-cost and --max-tokens-total must be positive",
-        ));
-    }
-    if !builtin && api_key.is_none() && !is_local(&base_url) {
+    if !builtin && api_key.is_none() && !is_local(base_url.trim()) {
         let source = match &a.api_key_file {
             Some(p) => format!("--api-key-file {} is empty", p.display()),
             None => format!("{key_env} is not set: export {key_env}=<your key> (or pick another variable with --api-key-env)"),
@@ -277,72 +341,30 @@ pub(super) fn resolve_run(
             "{source}, or try --model mock to run offline"
         )));
     }
-
-    let run_name = a.run_name.clone().unwrap_or_else(|| {
-        default_run_name(
-            &model_name,
-            &r,
-            balrog_layout,
-            a.shard.map(|s| s.name_suffix()),
-        )
-    });
-    check_path_component(&run_name).map_err(|why| {
-        CliError::usage(format!(
-            "--run-name {:?}: {why}; the run folder is --out/<run name>",
-            run_name
-        ))
-    })?;
-
-    let textures = match textures {
-        Some(t) => t,
-        None => Arc::new(load_textures(a.assets.as_deref())?),
-    };
-    if balrog_layout && textures.kind() != "official" {
-        return Err(CliError::usage(format!(
-            "--preset {} sends crafter's official textures, but only the built-in sprites were found: run `vlm-eval assets fetch`, or pass --assets DIR (or set CRAFTER_ASSETS)",
-            r.preset.name
-        )));
-    }
-    let prices = match (a.price_in, a.price_out) {
-        (Some(i), Some(o)) => Some((i, o)),
-        (None, None) if builtin => Some((0.0, 0.0)),
-        (None, None) => builtin_price(&model_name),
-        _ => {
-            return Err(CliError::usage(
-                "give both --price-in and --price-out, or neither",
-            ))
-        }
-    };
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
-    Ok(ResolvedRun {
-        args: a.clone(),
-        model_name,
-        local_dir,
-        builtin,
-        seeds,
-        all_seeds,
-        turns,
-        image_size,
-        concurrency,
-        system,
-        conversation,
-        balrog_layout,
+    Ok(Endpoint {
         base_url,
         key_env,
         api_key,
         headers,
-        run_name,
-        out,
-        textures,
-        prices,
-        r,
     })
 }
 
-/// The settings part of a default run name: `<protocol>_<modality>_<px>px_<turns>t[shard]`.
-pub(super) fn settings_name(r: &Resolved, balrog_layout: bool, shard: Option<String>) -> String {
+/// The settings part of a default run name:
+/// `<protocol>_<modality>_<px>px_<turns>t[_frames-<mode>][shard]`, the frames part only when
+/// the run stores other frame files than `--frames all` (so runs that store different things
+/// get different folders).
+pub(super) fn settings_name(
+    r: &Resolved,
+    balrog_layout: bool,
+    frames: FramesMode,
+    shard: Option<String>,
+) -> String {
+    let frames = match frames {
+        FramesMode::All => String::new(),
+        other => format!("_frames-{}", other.as_str()),
+    };
     format!(
-        "{}_{}_{}px_{}t{}",
+        "{}_{}_{}px_{}t{frames}{}",
         if balrog_layout {
             "balrog"
         } else {
@@ -360,9 +382,19 @@ fn default_run_name(
     model_name: &str,
     r: &Resolved,
     balrog_layout: bool,
+    frames: FramesMode,
     shard: Option<String>,
 ) -> String {
-    let safe: String = model_name
+    format!(
+        "{}_{}",
+        folder_safe(model_name),
+        settings_name(r, balrog_layout, frames, shard)
+    )
+}
+
+/// A model's name made folder-safe: letters, digits, `-` and `.` kept, anything else `_`.
+pub(super) fn folder_safe(model_name: &str) -> String {
+    model_name
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
@@ -371,8 +403,7 @@ fn default_run_name(
                 '_'
             }
         })
-        .collect();
-    format!("{safe}_{}", settings_name(r, balrog_layout, shard))
+        .collect()
 }
 
 fn protocol_name(p: Protocol) -> &'static str {

@@ -81,6 +81,8 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
         None => None,
     };
     let store = RunDir::new(rr.out.join(&rr.run_name));
+    // A folder holding a run with other settings is refused before it is locked or touched.
+    crate::eval::runner::check_resume(&store, &opts.run_info, a.force).map_err(run_error)?;
     // One writer per run folder: refused here, before any request or change in the folder.
     let lock = crate::cli::common::hold_run_folder(&store.root)?;
     let timeout = Duration::from_secs_f64(a.request_timeout.unwrap_or(120.0).max(0.001));
@@ -163,10 +165,21 @@ pub(super) async fn start_run(plan: RunPlan, display: &Display) -> Result<RunOut
     };
     run_shown(opts, store, model, display)
         .await
-        .map_err(|e| CliError {
-            code: 1,
-            message: e.to_string(),
-        })
+        .map_err(run_error)
+}
+
+/// A runner's error as the command's: a folder holding another run is bad input (exit 2), a
+/// failed write or read a failed run (exit 1).
+fn run_error(e: crate::eval::runner::RunError) -> CliError {
+    use crate::eval::runner::RunError;
+    let code = match e {
+        RunError::Mismatch(_) => crate::cli::error::EXIT_USAGE,
+        RunError::Store(_) | RunError::Read(_) => 1,
+    };
+    CliError {
+        code,
+        message: e.to_string(),
+    }
 }
 
 /// The exit code of a finished run: 130 when interrupted, 1 when episodes ended in errors
@@ -183,9 +196,13 @@ pub(super) fn exit_code(outcome: &RunOutcome, allow_errors: bool) -> i32 {
 }
 
 /// Print a finished run's one-row table (fitted to the terminal: `cli::table::RUN_DROP`), its
-/// spend line and its folder.
-pub(super) fn print_summary(s: &Summary, dir: &Path) {
+/// spend line and its folder; with `--quiet` only its folder.
+pub(super) fn print_summary(s: &Summary, dir: &Path, quiet: bool) {
     use crate::cli::table::{render, RUN_DROP};
+    if quiet {
+        println!("results: {}", dir.display());
+        return;
+    }
     let tokens = match (s.input_tokens, s.output_tokens) {
         (Some(i), Some(o)) => format!("{i} in / {o} out"),
         _ => "unknown".into(),

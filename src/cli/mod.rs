@@ -20,6 +20,7 @@ mod export_sft;
 mod frames;
 mod leaderboard;
 mod merge;
+mod overwrite;
 mod presets;
 mod replay;
 mod report;

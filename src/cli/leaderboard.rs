@@ -8,8 +8,10 @@ use clap::Args;
 
 use super::common::check_confidence;
 use super::error::CliError;
-use super::overwrite::{check_leaderboard_csv, check_leaderboard_page, leaderboard_identity};
 use super::table::{render, LEADERBOARD_DROP};
+use crate::report::overwrite::{
+    check_leaderboard_csv, check_leaderboard_page, leaderboard_identity,
+};
 
 use crate::report::compare::Table;
 use crate::report::leaderboard::{
@@ -122,8 +124,9 @@ pub fn cmd_leaderboard(a: LeaderboardArgs) -> Result<i32, CliError> {
     let table = leaderboard_csv(&lb);
     let header: Vec<&str> = table.header.iter().map(String::as_str).collect();
     // Both checked before either is written.
-    check_leaderboard_page(&out, &identity, a.force)?;
-    check_leaderboard_csv(&csv_path, &header, &a.dirs, a.force)?;
+    check_leaderboard_page(&out, &identity, a.force)
+        .and_then(|()| check_leaderboard_csv(&csv_path, &header, &a.dirs, a.force))
+        .map_err(|e| CliError::usage(e.message))?;
     write_csv(&csv_path, &header, &table.rows).map_err(|e| CliError {
         code: 1,
         message: format!("{e} (pass --csv to write it elsewhere)"),

@@ -20,7 +20,6 @@ mod export_sft;
 mod frames;
 mod leaderboard;
 mod merge;
-mod overwrite;
 mod presets;
 mod replay;
 mod report;

@@ -63,7 +63,8 @@ pub fn cmd_report(a: ReportArgs) -> Result<i32, CliError> {
     }
     let run = open_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
     let out = a.out.clone().unwrap_or_else(|| a.run.join("report.html"));
-    super::overwrite::check_report(&out, &run.name(), a.force)?;
+    crate::report::overwrite::check_report(&out, &run.name(), a.force)
+        .map_err(|e| CliError::usage(e.message))?;
     super::common::note_in_progress(&a.run);
     let opts = ReportOptions {
         max_episodes: a.max_episodes,

@@ -84,14 +84,7 @@ pub struct ProtocolGroup {
     pub rows: Vec<Row>,
 }
 
-/// A run that could not be ranked (no complete episode yet, or unreadable), and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Unranked {
-    /// The run folder.
-    pub dir: PathBuf,
-    /// Why (one line).
-    pub why: String,
-}
+pub use super::leaderboard_runs::Unranked;
 
 /// The whole leaderboard.
 #[derive(Clone, Debug)]

@@ -48,7 +48,7 @@ fn left_out(
     html: &mut String,
     id: &str,
     title: &str,
-    list: &[super::leaderboard::Unranked],
+    list: &[super::leaderboard_runs::Unranked],
     link: RunLink,
 ) {
     if list.is_empty() {

@@ -12,7 +12,15 @@ use crate::results::live::is_run_dir;
 use crate::results::run::RunData;
 use crate::results::summary::ReadError;
 
-use super::leaderboard::Unranked;
+/// A run that could not be ranked (no complete episode yet, or unreadable), or a folder left out
+/// on purpose, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unranked {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// Why (one line).
+    pub why: String,
+}
 
 /// The run folders under `paths` (a run folder itself, else its direct sub-folders that are
 /// runs, each found once), and the folders that are not runs, each with why. Hidden folders and

@@ -4,7 +4,6 @@
 //! connection), and a body that declares a type must declare JSON (415). The body is read here,
 //! once, and handed on whole.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -15,7 +14,15 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 
 use super::api::ApiError;
-use super::AppState;
+
+/// The limits the edge enforces (from `ServeConfig`), the middleware's state.
+#[derive(Clone, Copy, Debug)]
+pub struct EdgeLimits {
+    /// Largest request body, bytes.
+    pub max_body_bytes: usize,
+    /// Longest wait for the next bytes of a body.
+    pub body_timeout: Duration,
+}
 
 /// Longest wait for the next bytes of a request body before it is answered 408
 /// (`serve-env --body-timeout`). A client sending a body sends it at once; a stall this long is
@@ -116,23 +123,19 @@ async fn read_body(body: Body, max: usize, stall: Duration) -> Result<Vec<u8>, A
 
 /// Middleware: check a request's body (type, declared length) and read it with the stall limit,
 /// for every request that may carry one; GET, DELETE and HEAD pass untouched.
-pub(super) async fn body_edge(
-    State(st): State<Arc<AppState>>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub async fn body_edge(State(limits): State<EdgeLimits>, req: Request, next: Next) -> Response {
     use axum::http::Method;
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::DELETE) {
         return next.run(req).await;
     }
-    let max = st.cfg.max_body_bytes;
+    let max = limits.max_body_bytes;
     if let Err(e) = check_length(req.headers(), max) {
         return close_after(e);
     }
     let (parts, body) = req.into_parts();
     // Read before the type is judged, so that a refused body is not left unread in the socket
     // (closing over unread bytes resets the connection and can lose the answer).
-    let bytes = match read_body(body, max, st.cfg.body_timeout).await {
+    let bytes = match read_body(body, max, limits.body_timeout).await {
         Ok(bytes) => bytes,
         Err(e) => return close_after(e),
     };

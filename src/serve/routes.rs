@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::api::{constant_time_eq, parse_body, ApiError, CreateRequest, StepRequest};
+use super::edge::{body_edge, too_large, EdgeLimits};
 use super::session::{json_with_frame, Frames, Input, Session, SessionOptions, StateView};
 use super::{AppState, Slot};
 use crate::agent::parse::Protocol;
@@ -49,8 +50,11 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
             )
         })
         .layer(middleware::from_fn_with_state(
-            state.clone(),
-            super::edge::body_edge,
+            EdgeLimits {
+                max_body_bytes: state.cfg.max_body_bytes,
+                body_timeout: state.cfg.body_timeout,
+            },
+            body_edge,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(state.cfg.max_body_bytes))
@@ -94,7 +98,7 @@ async fn guard(State(st): Shared, req: Request, next: Next) -> Response {
 fn body_of(st: &AppState, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|r| {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            super::edge::too_large(st.cfg.max_body_bytes, None)
+            too_large(st.cfg.max_body_bytes, None)
         } else {
             ApiError::new(
                 r.status(),

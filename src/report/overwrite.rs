@@ -1,4 +1,4 @@
-//! No clobbering (issue 44): a page that `report` or `leaderboard` would write over is replaced
+//! No clobbering: a page that `vlm-eval report` or `leaderboard` would write over is replaced
 //! only when it is the same thing regenerated, else refused in one line that names `--force`.
 //! "The same thing" is read from the page itself: a report of the same run (its title names the
 //! run), a leaderboard of the same folders (its `vlm-eval-leaderboard` meta tag), a leaderboard
@@ -6,9 +6,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::CliError;
-use crate::report::html::escape;
-use crate::report::leaderboard_html::IDENTITY_META;
+use super::html::escape;
+use super::leaderboard_html::IDENTITY_META;
+
+/// A refusal to write over a file: one line naming the file and `--force`.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Refused {
+    /// The line.
+    pub message: String,
+}
 
 /// Most bytes of an existing page read to find what it holds (the head comes first).
 const HEAD_BYTES: usize = 64 * 1024;
@@ -24,16 +31,18 @@ fn head_of(path: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
-fn refuse(path: &Path, holds: &str, what: &str) -> CliError {
-    CliError::usage(format!(
+fn refuse(path: &Path, holds: &str, what: &str) -> Refused {
+    Refused {
+        message: format!(
         "{} already holds {holds}, not {what}: pass --force to replace it, or --out to write elsewhere",
-        path.display()
-    ))
+            path.display()
+        ),
+    }
 }
 
 /// Refuse to write the report of run `name` over `path` when `path` holds anything but a report
 /// of that run (`--force` skips the check).
-pub fn check_report(path: &Path, name: &str, force: bool) -> Result<(), CliError> {
+pub fn check_report(path: &Path, name: &str, force: bool) -> Result<(), Refused> {
     if force || !path.exists() {
         return Ok(());
     }
@@ -75,7 +84,7 @@ pub fn leaderboard_identity(sources: &[PathBuf]) -> String {
 }
 
 /// Refuse to write a leaderboard of `identity` over a page that holds anything else.
-pub fn check_leaderboard_page(path: &Path, identity: &str, force: bool) -> Result<(), CliError> {
+pub fn check_leaderboard_page(path: &Path, identity: &str, force: bool) -> Result<(), Refused> {
     if force || !path.exists() {
         return Ok(());
     }
@@ -104,7 +113,7 @@ pub fn check_leaderboard_csv(
     header: &[&str],
     sources: &[PathBuf],
     force: bool,
-) -> Result<(), CliError> {
+) -> Result<(), Refused> {
     if force || !path.exists() {
         return Ok(());
     }

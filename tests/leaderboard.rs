@@ -75,6 +75,9 @@ fn ranks_per_protocol_with_paired_deltas_and_counts_unfinished() {
         "{\"turn\":0}\n",
     )
     .unwrap();
+    // One run has a report page; the leaderboard links it and names how to make the others.
+    let o = vlm_eval(&["report", a.to_str().unwrap(), "--no-gif"]);
+    assert!(o.status.success(), "{}", text(&o).1);
     let page = dir.join("out/lb.html");
     let o = vlm_eval(&[
         "leaderboard",
@@ -136,6 +139,19 @@ fn ranks_per_protocol_with_paired_deltas_and_counts_unfinished() {
         html.contains(r#"href="../mock-a/report.html""#),
         "relative link to the run page"
     );
+    assert!(
+        !html.contains("random-b/report.html\""),
+        "a link to a page that does not exist"
+    );
+    let hint = format!(
+        "no report yet: <code>vlm-eval report {}</code>",
+        b.display()
+    );
+    assert!(html.contains(&hint), "no hint for the run without a page");
+    assert!(
+        stdout.contains("2 ranked run(s) have no report page yet"),
+        "{stdout}"
+    );
     assert!(!html.to_lowercase().contains("<script"));
     assert!(!html.contains("http://") && !html.contains("https://"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -160,5 +176,120 @@ fn bad_input_is_one_line_and_exit_2() {
     let (_, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr.contains("no complete episode"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The rows of a leaderboard CSV: (group, run) pairs, and the group's protocol line.
+fn groups(csv: &Path) -> Vec<(String, String, String)> {
+    read_csv(csv)
+        .into_iter()
+        .map(|r| (r["group"].clone(), r["run"].clone(), r["protocol"].clone()))
+        .collect()
+}
+
+#[test]
+fn turn_budgets_are_never_ranked_together() {
+    let dir = fresh_dir("lb-budget");
+    model_run(&dir, "mock", "five", "3", "5", &[]);
+    model_run(&dir, "mock", "twenty", "3", "20", &[]);
+    model_run(&dir, "random", "twenty-random", "3", "20", &[]);
+    model_run(
+        &dir,
+        "mock",
+        "short-game",
+        "3",
+        "20",
+        &["--episode-length", "30"],
+    );
+    let o = vlm_eval(&["leaderboard", dir.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("4 run(s) ranked in 3 protocol group(s)"),
+        "{stdout}"
+    );
+    // Written beside the runs (the folder given), not into the working folder.
+    let rows = groups(&dir.join("leaderboard.csv"));
+    assert!(dir.join("leaderboard.html").is_file());
+    let group_of = |run: &str| rows.iter().find(|r| r.1 == run).unwrap().0.clone();
+    assert_ne!(group_of("five"), group_of("twenty"));
+    assert_eq!(group_of("twenty"), group_of("twenty-random"));
+    assert_ne!(group_of("twenty"), group_of("short-game"));
+    let line = |run: &str| rows.iter().find(|r| r.1 == run).unwrap().2.clone();
+    assert!(
+        line("five").contains("steps 5 · episode_length 10000"),
+        "{}",
+        line("five")
+    );
+    assert!(line("short-game").contains("steps 20 · episode_length 30"));
+    // The groups are named by what sets them apart, the budget included.
+    let html = std::fs::read_to_string(dir.join("leaderboard.html")).unwrap();
+    for name in [
+        "Protocol: turns 5, episode-length 10000",
+        "Protocol: turns 20, episode-length 10000",
+        "Protocol: turns 20, episode-length 30",
+    ] {
+        assert!(html.contains(name), "{name}");
+    }
+    assert!(stdout.contains("turns 5, episode-length 10000"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shards_of_a_merged_run_and_folders_that_are_not_runs_are_skipped() {
+    let dir = fresh_dir("lb-skip");
+    let s0 = model_run(&dir, "mock", "s_shard0of2", "4", "5", &["--shard", "0/2"]);
+    let s1 = model_run(&dir, "mock", "s_shard1of2", "4", "5", &["--shard", "1/2"]);
+    let lone = model_run(&dir, "mock", "t_shard0of2", "4", "5", &["--shard", "0/2"]);
+    let merged = dir.join("s");
+    let o = vlm_eval(&[
+        "merge",
+        s0.to_str().unwrap(),
+        s1.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    model_run(&dir, "random", "whole", "4", "5", &[]);
+    let frames = dir.join("frames");
+    let o = vlm_eval(&["frames", "--out", frames.to_str().unwrap(), "--steps", "2"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    std::fs::create_dir_all(dir.join("notes")).unwrap();
+
+    let o = vlm_eval(&["leaderboard", dir.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    let mut ranked: Vec<String> = groups(&dir.join("leaderboard.csv"))
+        .into_iter()
+        .map(|r| r.1)
+        .collect();
+    ranked.sort();
+    assert_eq!(ranked, ["s", "whole"], "{stdout}");
+    assert!(
+        stdout.contains("2 run(s) ranked in 1 protocol group(s), 5 skipped"),
+        "{stdout}"
+    );
+    for (folder, why) in [
+        (
+            &s0,
+            "shard 0/2 of the merged run s, which is ranked in its place",
+        ),
+        (
+            &s1,
+            "shard 1/2 of the merged run s, which is ranked in its place",
+        ),
+        (
+            &lone,
+            "shard 0/2: a part of a run's seeds; merge the shards",
+        ),
+        (&frames, "a `vlm-eval frames` folder"),
+        (&dir.join("notes"), "not a run folder (no run.json)"),
+    ] {
+        let line = format!("skipped {}: {why}", folder.display());
+        assert!(stdout.contains(&line), "{line}\n{stdout}");
+    }
+    let html = std::fs::read_to_string(dir.join("leaderboard.html")).unwrap();
+    assert!(html.contains(r#"<section id="skipped"><h2>Skipped</h2>"#));
+    assert!(html.contains("not a run folder (no run.json)"));
     let _ = std::fs::remove_dir_all(&dir);
 }

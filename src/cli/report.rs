@@ -36,6 +36,10 @@ pub struct ReportArgs {
     /// Directory with crafter's textures, to replay frames a run did not save (`--frames`).
     #[arg(long)]
     pub assets: Option<PathBuf>,
+    /// Replace a file at the page's path that is not this run's report (another run's report,
+    /// or any other file); this run's own report is always regenerated.
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn human(bytes: usize) -> String {
@@ -58,6 +62,9 @@ pub fn cmd_report(a: ReportArgs) -> Result<i32, CliError> {
         ));
     }
     let run = open_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
+    let out = a.out.clone().unwrap_or_else(|| a.run.join("report.html"));
+    crate::report::overwrite::check_report(&out, &run.name(), a.force)
+        .map_err(|e| CliError::usage(e.message))?;
     super::common::note_in_progress(&a.run);
     let opts = ReportOptions {
         max_episodes: a.max_episodes,
@@ -71,7 +78,6 @@ pub fn cmd_report(a: ReportArgs) -> Result<i32, CliError> {
     for w in &report.warnings {
         tracing::warn!("{w}");
     }
-    let out = a.out.unwrap_or_else(|| a.run.join("report.html"));
     crate::results::store::write_atomic(&out, report.html.as_bytes()).map_err(|e| CliError {
         code: 1,
         message: format!("{e} (pass --out to write the report elsewhere)"),

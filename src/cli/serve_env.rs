@@ -45,9 +45,14 @@ pub struct ServeArgs {
     /// Close sessions unused for this many seconds.
     #[arg(long, default_value_t = 600.0)]
     pub idle_timeout: f64,
-    /// Largest request body in bytes (413 above it).
+    /// Largest request body in bytes (413 above it; a larger declared Content-Length is
+    /// refused before the body is read).
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
+    /// Seconds to wait for the next bytes of a request body before answering 408 and closing
+    /// the connection.
+    #[arg(long, default_value_t = crate::serve::edge::BODY_STALL_TIMEOUT.as_secs_f64())]
+    pub body_timeout: f64,
     /// Require `Authorization: Bearer TOKEN` on every route but /healthz.
     #[arg(long, env = "VLM_EVAL_SERVE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -110,6 +115,15 @@ impl ServeArgs {
                 "--max-body-bytes must be at least 1024 (model replies need room)",
             ));
         }
+        if !(self.body_timeout.is_finite()
+            && self.body_timeout > 0.0
+            && self.body_timeout <= 3600.0)
+        {
+            return Err(CliError::usage(
+                "--body-timeout must be a positive number of seconds up to 3600, e.g. 15",
+            ));
+        }
+        check_host(&self.host, self.port)?;
         if matches!(&self.token, Some(t) if t.trim().is_empty()) {
             return Err(CliError::usage(
                 "--token is empty: give a non-empty token or leave it out",
@@ -128,10 +142,47 @@ impl ServeArgs {
             max_sessions: self.max_sessions,
             idle_timeout: Duration::from_secs_f64(self.idle_timeout),
             max_body_bytes: self.max_body_bytes,
+            body_timeout: Duration::from_secs_f64(self.body_timeout),
             token: self.token.clone(),
             balrog: None,
         })
     }
+}
+
+/// `--host` must be an address, or a name this machine resolves, before anything listens.
+fn check_host(host: &str, port: u16) -> Result<(), CliError> {
+    use std::net::ToSocketAddrs;
+    let shown: String = host.chars().take(80).collect();
+    if host.trim().is_empty() {
+        return Err(CliError::usage(
+            "--host is empty: give an address to listen on, e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)",
+        ));
+    }
+    match (host, port).to_socket_addrs().map(|mut a| a.next().is_some()) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(CliError::usage(format!(
+            "--host '{shown}' resolves to no address: give an IP address such as 127.0.0.1 or 0.0.0.0"
+        ))),
+        Err(e) => Err(CliError::usage(format!(
+            "--host '{shown}' is not an address this machine can resolve ({e}): give an IP address such as 127.0.0.1 or 0.0.0.0, or a host name that resolves"
+        ))),
+    }
+}
+
+/// The one-line reason a bind failed, naming the flag to change.
+fn bind_error(host: &str, port: u16, e: &std::io::Error) -> CliError {
+    use std::io::ErrorKind;
+    let fix = match e.kind() {
+        ErrorKind::AddrInUse => "pick another --port, or --port 0 for any free one",
+        ErrorKind::AddrNotAvailable => {
+            "--host must be an address of this machine: 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)"
+        }
+        ErrorKind::PermissionDenied => {
+            "ports below 1024 need privileges: pick a --port above 1023, or --port 0 for any free one"
+        }
+        _ => "check --host and --port",
+    };
+    CliError::usage(format!("cannot listen on {host}:{port}: {e} ({fix})"))
 }
 
 /// Wait for Ctrl-C (or SIGTERM on Unix, as container runtimes send).
@@ -159,11 +210,9 @@ pub fn cmd_serve_env(a: ServeArgs) -> Result<i32, CliError> {
     runtime.block_on(async move {
         let (host, port, token) = (cfg.host.clone(), cfg.port, cfg.token.is_some());
         let (max, idle) = (cfg.max_sessions, cfg.idle_timeout.as_secs_f64());
-        let server = start(cfg, textures).await.map_err(|e| {
-            CliError::usage(format!(
-                "cannot listen on {host}:{port}: {e} (pick another --port, or --port 0 for any free one)"
-            ))
-        })?;
+        let server = start(cfg, textures)
+            .await
+            .map_err(|e| bind_error(&host, port, &e))?;
         let addr = server.addr();
         if !addr.ip().is_loopback() && !token {
             tracing::warn!(

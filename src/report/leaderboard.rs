@@ -1,5 +1,6 @@
 //! The leaderboard over many runs (`vlm-eval leaderboard`, the index of `vlm-eval view`): runs
-//! grouped by protocol (`report::protocol`) and ranked only inside their group, each with its
+//! grouped by protocol and budget (`report::protocol::group_key_of`) and ranked only inside
+//! their group (shards and merge inputs left out: `leaderboard_runs`), each with its
 //! progression ± SE and bootstrap CI, Crafter score, the paired difference to the group's
 //! leader on shared seeds (bootstrap CI, sign-flip p-value), reply-format rates, spend, cost per
 //! progression point and achievement unlock rates. Unfinished and errored episodes are counted
@@ -15,7 +16,7 @@ use crate::results::run::RunData;
 use crate::results::summary::Summary;
 
 use super::compare::{group_runs, paired, GroupBy, Paired, Table};
-use super::protocol::{protocol_names, protocol_of, PROTOCOL_KEYS};
+use super::protocol::{group_key_of, protocol_names, GROUP_KEYS};
 use super::stats::{bootstrap_mean_ci, Interval};
 
 /// Inference settings of the leaderboard.
@@ -71,10 +72,10 @@ impl Row {
     }
 }
 
-/// Runs playing the same protocol, ranked by mean progression.
+/// Runs playing the same protocol with the same budget, ranked by mean progression.
 #[derive(Clone, Debug)]
 pub struct ProtocolGroup {
-    /// The protocol (`report::protocol::protocol_of`).
+    /// The group key: the protocol and the budget (`report::protocol::group_key_of`).
     pub protocol: Value,
     /// Its name among the leaderboard's groups: what sets it apart
     /// (`report::protocol::protocol_names`, e.g. `preset balrog`).
@@ -83,14 +84,7 @@ pub struct ProtocolGroup {
     pub rows: Vec<Row>,
 }
 
-/// A run that could not be ranked (no complete episode yet, or unreadable), and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Unranked {
-    /// The run folder.
-    pub dir: PathBuf,
-    /// Why (one line).
-    pub why: String,
-}
+pub use super::leaderboard_runs::Unranked;
 
 /// The whole leaderboard.
 #[derive(Clone, Debug)]
@@ -99,13 +93,20 @@ pub struct Leaderboard {
     pub groups: Vec<ProtocolGroup>,
     /// Runs left out of the ranking.
     pub unranked: Vec<Unranked>,
+    /// Folders left out on purpose, with why: folders that are not runs, and runs that are
+    /// parts of another (`report::leaderboard_runs`).
+    pub skipped: Vec<Unranked>,
     /// The options it was computed with.
     pub options: LeaderboardOptions,
+    /// What the page records it is a leaderboard of (the folders given, as `vlm-eval
+    /// leaderboard` sets it), so that a later run can tell regenerating it from overwriting it.
+    pub identity: Option<String>,
 }
 
-/// The protocol as one line (`preset vlm-eval · parser lenient · …`).
+/// The group key as one line (`preset vlm-eval · parser lenient · … · steps 10 ·
+/// episode_length 10000`).
 pub fn protocol_line(protocol: &Value) -> String {
-    PROTOCOL_KEYS
+    GROUP_KEYS
         .iter()
         .filter_map(|k| {
             let v = protocol.get(*k)?;
@@ -120,15 +121,17 @@ pub fn protocol_line(protocol: &Value) -> String {
         .join(" · ")
 }
 
-/// Build the leaderboard from opened runs (those that could not be opened go in `unranked`).
+/// Build the leaderboard from opened runs (those that could not be opened go in `unranked`;
+/// shards and merge inputs are left out into `skipped`).
 pub fn build_leaderboard(
     runs: Vec<RunData>,
     unranked: Vec<Unranked>,
     opts: LeaderboardOptions,
 ) -> Leaderboard {
+    let (runs, skipped) = super::leaderboard_runs::leave_out_parts(runs);
     let mut buckets: Vec<(Value, Vec<RunData>)> = Vec::new();
     for run in runs {
-        let p = protocol_of(&run.info);
+        let p = group_key_of(&run.info);
         match buckets.iter_mut().find(|(q, _)| *q == p) {
             Some((_, v)) => v.push(run),
             None => buckets.push((p, vec![run])),
@@ -147,7 +150,9 @@ pub fn build_leaderboard(
     Leaderboard {
         groups,
         unranked,
+        skipped,
         options: opts,
+        identity: None,
     }
 }
 
@@ -301,23 +306,23 @@ pub fn leaderboard_csv(lb: &Leaderboard) -> Table {
     Table { header, rows }
 }
 
-/// Open the runs under some paths (run folders or folders of runs, `results::live::find_runs`):
-/// the runs opened, and the runs that could not be (no complete episode yet, corrupt files),
-/// each with the reader's one-line reason. A path that is missing or not a folder is an error.
+/// Open the runs under some paths (run folders or folders of runs,
+/// `leaderboard_runs::find_candidates`): the runs opened, the runs that could not be (no complete
+/// episode yet, corrupt files), each with the reader's one-line reason, and the folders skipped
+/// as not runs. A path that is missing or not a folder is an error.
 pub fn load_runs(
     paths: &[PathBuf],
-) -> Result<(Vec<RunData>, Vec<Unranked>), crate::results::summary::ReadError> {
+) -> Result<(Vec<RunData>, Vec<Unranked>, Vec<Unranked>), crate::results::summary::ReadError> {
     let (mut runs, mut unranked) = (Vec::new(), Vec::new());
-    for path in paths {
-        for dir in crate::results::live::find_runs(path)? {
-            match crate::results::run::open_run(&dir) {
-                Ok(run) => runs.push(run),
-                Err(e) => unranked.push(Unranked {
-                    dir,
-                    why: e.to_string(),
-                }),
-            }
+    let (dirs, skipped) = super::leaderboard_runs::find_candidates(paths)?;
+    for dir in dirs {
+        match crate::results::run::open_run(&dir) {
+            Ok(run) => runs.push(run),
+            Err(e) => unranked.push(Unranked {
+                dir,
+                why: e.to_string(),
+            }),
         }
     }
-    Ok((runs, unranked))
+    Ok((runs, unranked, skipped))
 }

@@ -25,14 +25,49 @@ table.heat td.name{width:auto;text-align:left;font-size:12px;padding-right:8px;w
 .protocol{color:var(--muted);font-size:12px;overflow-wrap:anywhere}
 "#;
 
-/// How the page links a run: the run folder → the URL of its page (`None`: no link).
+/// The name of the meta tag that holds `Leaderboard::identity`.
+pub const IDENTITY_META: &str = "vlm-eval-leaderboard";
+
+/// How the page links a run: the run folder → the URL of its page (`None`: it has no page yet,
+/// and a ranked run's cell says how to make one).
 pub type RunLink<'a> = &'a dyn Fn(&Path) -> Option<String>;
 
 fn run_cell(r: &Row, link: RunLink) -> String {
     match link(&r.dir) {
         Some(url) => format!(r#"<a href="{}">{}</a>"#, escape(&url), escape(&r.label)),
-        None => escape(&r.label),
+        None => format!(
+            r#"{} <span class="protocol no-report">no report yet: <code>vlm-eval report {}</code></span>"#,
+            escape(&r.label),
+            escape(&r.dir.display().to_string())
+        ),
     }
+}
+
+/// A list of left-out folders (`Not ranked`, `Skipped`), each with its reason.
+fn left_out(
+    html: &mut String,
+    id: &str,
+    title: &str,
+    list: &[super::leaderboard_runs::Unranked],
+    link: RunLink,
+) {
+    if list.is_empty() {
+        return;
+    }
+    let _ = write!(html, r#"<section id="{id}"><h2>{title}</h2><ul>"#);
+    for u in list {
+        let name = u
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| u.dir.display().to_string());
+        let shown = match link(&u.dir) {
+            Some(url) => format!(r#"<a href="{}">{}</a>"#, escape(&url), escape(&name)),
+            None => escape(&name),
+        };
+        let _ = write!(html, "<li>{shown}: {}</li>", escape(&u.why));
+    }
+    *html += "</ul></section>";
 }
 
 fn episodes_cell(r: &Row) -> String {
@@ -146,14 +181,18 @@ pub fn leaderboard_html(lb: &Leaderboard, title: &str, link: RunLink) -> String 
     let mut html = String::with_capacity(32 * 1024);
     let _ = write!(
         html,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}{ICON}<meta name="viewport" content="width=device-width, initial-scale=1"><title>{}</title><style>{STYLE}{EXTRA_STYLE}</style></head><body><main><header><h1>{}</h1>"#,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{REPORT_CSP}{ICON}<meta name="viewport" content="width=device-width, initial-scale=1">{}<title>{}</title><style>{STYLE}{EXTRA_STYLE}</style></head><body><main><header><h1>{}</h1>"#,
+        lb.identity
+            .as_ref()
+            .map(|i| format!(r#"<meta name="{IDENTITY_META}" content="{}">"#, escape(i)))
+            .unwrap_or_default(),
         escape(title),
         escape(title)
     );
     let runs: usize = lb.groups.iter().map(|g| g.rows.len()).sum();
     let _ = write!(
         html,
-        r#"<p class="meta">{runs} ranked run(s) in {} protocol group(s). Runs are ranked only against runs of the same protocol. Progression is the mean over episodes that ended without an error; errored and unfinished episodes are counted beside it, never averaged in. Intervals are {level_pct}% percentile bootstrap; the difference to the leader is paired on shared seeds with a sign-flip p-value.</p></header>"#,
+        r#"<p class="meta">{runs} ranked run(s) in {} protocol group(s). Runs are ranked only against runs of the same protocol and budget (turns, episode length). Progression is the mean over episodes that ended without an error; errored and unfinished episodes are counted beside it, never averaged in. Intervals are {level_pct}% percentile bootstrap; the difference to the leader is paired on shared seeds with a sign-flip p-value.</p></header>"#,
         lb.groups.len()
     );
     for (gi, g) in lb.groups.iter().enumerate() {
@@ -172,22 +211,8 @@ pub fn leaderboard_html(lb: &Leaderboard, title: &str, link: RunLink) -> String 
         html += &heatmap(&g.rows);
         html += "</section>";
     }
-    if !lb.unranked.is_empty() {
-        html += r#"<section id="unranked"><h2>Not ranked</h2><ul>"#;
-        for u in &lb.unranked {
-            let name = u
-                .dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| u.dir.display().to_string());
-            let shown = match link(&u.dir) {
-                Some(url) => format!(r#"<a href="{}">{}</a>"#, escape(&url), escape(&name)),
-                None => escape(&name),
-            };
-            let _ = write!(html, "<li>{shown}: {}</li>", escape(&u.why));
-        }
-        html += "</ul></section>";
-    }
+    left_out(&mut html, "unranked", "Not ranked", &lb.unranked, link);
+    left_out(&mut html, "skipped", "Skipped", &lb.skipped, link);
     html += "</main></body></html>\n";
     html
 }

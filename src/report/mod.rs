@@ -8,6 +8,8 @@ pub mod html;
 mod html_episode;
 pub mod leaderboard;
 pub mod leaderboard_html;
+pub mod leaderboard_runs;
+pub mod overwrite;
 pub mod protocol;
 pub mod sft;
 pub mod spend;

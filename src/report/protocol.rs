@@ -1,6 +1,7 @@
 //! The evaluation protocol of a run: the settings that decide what a score means (preset,
 //! parser, observation, image size, textures, history, prompt), read from run.json, and the
-//! differences between two protocols (`compare` marks rows, `check` refuses a baseline).
+//! differences between two protocols (`compare` marks rows, `check` refuses a baseline); and
+//! the leaderboard's group key, the protocol plus the episode's budget (turns and env steps).
 
 use serde_json::{Map, Value};
 
@@ -21,6 +22,53 @@ pub const PROTOCOL_KEYS: [&str; 12] = [
     "prompt_sha256",
     "thinking",
 ];
+
+/// The budget settings the leaderboard groups by besides the protocol: `run.json`'s
+/// `config.steps` (model turns per episode) and `config.episode_length` (env steps). Progression
+/// after 5 turns and after 20 turns are different quantities, so runs that differ in either are
+/// never ranked together. (`compare` and `check` report them among the config differences.)
+pub const BUDGET_KEYS: [&str; 2] = ["steps", "episode_length"];
+
+/// The leaderboard's group keys in display order: the protocol, then the budget.
+pub const GROUP_KEYS: [&str; 14] = [
+    "preset",
+    "parser",
+    "layout",
+    "obs_format",
+    "protocol",
+    "modality",
+    "image_size",
+    "textures",
+    "history",
+    "image_history",
+    "prompt_sha256",
+    "thinking",
+    "steps",
+    "episode_length",
+];
+
+/// The leaderboard's group key of a run: its protocol (`protocol_of`) plus the budget keys its
+/// `run.json` records (a key it lacks is left out).
+pub fn group_key_of(info: &Value) -> Value {
+    let mut key = protocol_of(info);
+    if let Value::Object(out) = &mut key {
+        for k in BUDGET_KEYS {
+            if let Some(v) = info["config"].get(k).filter(|v| !v.is_null()) {
+                out.insert(k.into(), v.clone());
+            }
+        }
+    }
+    key
+}
+
+/// A group key's setting as the leaderboard shows it: `steps` as `turns`, `_sha256` dropped,
+/// `_` as `-` (`image-size`, `episode-length`).
+pub fn shown_key(key: &str) -> String {
+    match key {
+        "steps" => "turns".into(),
+        k => k.trim_end_matches("_sha256").replace('_', "-"),
+    }
+}
 
 /// The protocol of a run from its `run.json` (an object keyed by `PROTOCOL_KEYS`). Runs written
 /// before presets existed have no `preset`, `parser` or `layout`: they played what the
@@ -80,14 +128,14 @@ pub fn protocol_differences(a: &Value, b: &Value) -> Vec<(&'static str, String)>
         .collect()
 }
 
-/// A short name for each of several protocols, by what sets it apart from the others: the
-/// fewest settings (taken in `PROTOCOL_KEYS` order, each kept only when it tells apart two
+/// A short name for each of several group keys (`group_key_of`), by what sets it apart from
+/// the others: the fewest settings (taken in `GROUP_KEYS` order, each kept only when it tells apart two
 /// protocols the earlier ones did not) as `key value`, e.g. `preset balrog` or
 /// `obs-format state, image-size 256`; a setting one protocol lacks shows as `key unset`. A
 /// single protocol is named by its preset (`preset vlm-eval`), else `all runs`.
 pub fn protocol_names(protocols: &[Value]) -> Vec<String> {
     let shown = |p: &Value, k: &str| -> String {
-        let name = k.trim_end_matches("_sha256").replace('_', "-");
+        let name = shown_key(k);
         match p.get(k) {
             Some(v) => format!("{name} {}", show(k, v)),
             None => format!("{name} unset"),
@@ -104,7 +152,7 @@ pub fn protocol_names(protocols: &[Value]) -> Vec<String> {
         keys.iter()
             .all(|k| protocols[i].get(*k) == protocols[j].get(*k))
     };
-    for key in PROTOCOL_KEYS {
+    for key in GROUP_KEYS {
         // Pairs the settings chosen so far do not tell apart.
         let pairs: Vec<(usize, usize)> = (0..protocols.len())
             .flat_map(|i| (i + 1..protocols.len()).map(move |j| (i, j)))
@@ -213,6 +261,40 @@ mod tests {
             ["preset vlm-eval"]
         );
         assert_eq!(protocol_names(&[json!({})]), ["all runs"]);
+    }
+
+    #[test]
+    fn the_group_key_is_the_protocol_and_the_budget() {
+        let keys: Vec<&str> = PROTOCOL_KEYS.iter().chain(&BUDGET_KEYS).copied().collect();
+        assert_eq!(keys, GROUP_KEYS);
+        let info = |steps: u32, length: u32| {
+            json!({"config": {"preset": "vlm-eval", "parser": "lenient", "layout": "vlm-eval",
+                              "image_size": 64, "steps": steps, "episode_length": length,
+                              "seeds": [0, 1], "temperature": 0.0}})
+        };
+        let short = group_key_of(&info(5, 10_000));
+        assert_eq!(short["steps"], 5);
+        assert_eq!(short["episode_length"], 10_000);
+        // The protocol alone (what `compare` and `check` guard) has no budget.
+        assert_eq!(
+            protocol_of(&info(5, 10_000)),
+            protocol_of(&info(20, 10_000))
+        );
+        assert_ne!(short, group_key_of(&info(20, 10_000)));
+        assert!(group_key_of(&info(5, 10_000)).get("seeds").is_none());
+        assert_eq!(
+            protocol_names(&[short.clone(), group_key_of(&info(20, 10_000))]),
+            ["turns 5", "turns 20"]
+        );
+        assert_eq!(
+            protocol_names(&[short, group_key_of(&info(5, 500))]),
+            ["episode-length 10000", "episode-length 500"]
+        );
+        // A run.json without them groups by its protocol alone.
+        assert_eq!(
+            group_key_of(&json!({"config": {}})),
+            protocol_of(&json!({"config": {}}))
+        );
     }
 
     #[test]

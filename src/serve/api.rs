@@ -118,18 +118,38 @@ pub struct StepRequest {
     pub frames: Option<serde_json::Value>,
 }
 
-/// Parse a JSON body into `T`, answering 400 with serde's message (which names the field).
+/// Parse a JSON body into `T`, answering 400 with one line that names the field (never a Rust
+/// type): the body must be a JSON object, not an array, string, number or null.
 pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if body.is_empty() {
+    if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request(
             "the request body is empty: send a JSON object (Content-Type: application/json)",
         ));
     }
-    serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(match e.classify() {
-            serde_json::error::Category::Data => format!("bad request field: {e}"),
-            _ => format!("the request body is not valid JSON: {e}"),
-        })
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+    let kind = match &value {
+        serde_json::Value::Object(_) => None,
+        serde_json::Value::Array(_) => Some("an array"),
+        serde_json::Value::String(_) => Some("a string"),
+        serde_json::Value::Number(_) => Some("a number"),
+        serde_json::Value::Bool(_) => Some("a boolean"),
+        serde_json::Value::Null => Some("null"),
+    };
+    if let Some(kind) = kind {
+        return Err(ApiError::bad_request(format!(
+            "the request body is {kind}: send a JSON object of named fields (see docs/RL.md); fields are never taken by position"
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        // serde names the Rust type in some messages ("expected struct CreateRequest"); the
+        // client knows only the fields.
+        let msg = e.to_string();
+        let msg = match msg.find(", expected struct ") {
+            Some(i) => msg[..i].to_string(),
+            None => msg,
+        };
+        ApiError::bad_request(format!("bad request field: {msg}"))
     })
 }
 

@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod bench;
+pub mod edge;
 mod routes;
 pub mod session;
 
@@ -37,8 +38,10 @@ pub struct ServeConfig {
     pub max_sessions: usize,
     /// A session untouched this long is closed.
     pub idle_timeout: Duration,
-    /// Largest request body, bytes.
+    /// Largest request body, bytes (a larger declared `Content-Length` is refused unread).
     pub max_body_bytes: usize,
+    /// Longest wait for the next bytes of a request body (`edge::BODY_STALL_TIMEOUT`).
+    pub body_timeout: Duration,
     /// Bearer token required on every route but `/healthz`.
     pub token: Option<String>,
     /// BALROG's texts (`--balrog-src`), for sessions of the `balrog` preset.
@@ -54,6 +57,7 @@ impl Default for ServeConfig {
             max_sessions: 1024,
             idle_timeout: Duration::from_secs(600),
             max_body_bytes: 1 << 20,
+            body_timeout: edge::BODY_STALL_TIMEOUT,
             token: None,
             balrog: None,
         }
@@ -84,6 +88,8 @@ struct Counters {
     closed_unfinished: AtomicU64,
     /// Closed by the idle timeout: sessions their client never closed (a leak).
     expired: AtomicU64,
+    /// Creates refused because the server held its maximum of sessions (503; not counted in
+    /// `server_errors`).
     rejected_full: AtomicU64,
     step_requests: AtomicU64,
     env_steps: AtomicU64,

@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::api::{constant_time_eq, parse_body, ApiError, CreateRequest, StepRequest};
+use super::edge::{body_edge, too_large, EdgeLimits};
 use super::session::{json_with_frame, Frames, Input, Session, SessionOptions, StateView};
 use super::{AppState, Slot};
 use crate::agent::parse::Protocol;
@@ -48,12 +49,20 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
                 "method not allowed on this route: see docs/RL.md",
             )
         })
+        .layer(middleware::from_fn_with_state(
+            EdgeLimits {
+                max_body_bytes: state.cfg.max_body_bytes,
+                body_timeout: state.cfg.body_timeout,
+            },
+            body_edge,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(state.cfg.max_body_bytes))
         .with_state(state)
 }
 
-/// Check the bearer token (all routes but /healthz) and count error responses.
+/// Check the bearer token (all routes but /healthz) and count error responses (capacity
+/// refusals apart: `sessions_rejected_full`, not `server_errors`).
 async fn guard(State(st): Shared, req: Request, next: Next) -> Response {
     if let Some(token) = &st.cfg.token {
         if req.uri().path() != "/healthz" {
@@ -79,7 +88,7 @@ async fn guard(State(st): Shared, req: Request, next: Next) -> Response {
     let status = resp.status();
     if status.is_client_error() {
         st.counters.client_errors.fetch_add(1, Ordering::Relaxed);
-    } else if status.is_server_error() {
+    } else if status.is_server_error() && resp.extensions().get::<CapacityRefusal>().is_none() {
         st.counters.server_errors.fetch_add(1, Ordering::Relaxed);
     }
     resp
@@ -89,15 +98,12 @@ async fn guard(State(st): Shared, req: Request, next: Next) -> Response {
 fn body_of(st: &AppState, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|r| {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is over the server's limit of {} bytes (raise --max-body-bytes)",
-                    st.cfg.max_body_bytes
-                ),
-            )
+            too_large(st.cfg.max_body_bytes, None)
         } else {
-            ApiError::new(r.status(), format!("cannot read the request body: {}", r.body_text()))
+            ApiError::new(
+                r.status(),
+                format!("cannot read the request body: {}", r.body_text()),
+            )
         }
     })
 }
@@ -130,15 +136,23 @@ fn internal(what: &str) -> ApiError {
     )
 }
 
-fn full(st: &AppState) -> ApiError {
+/// Marks a 503 answered because the server is full: counted as `sessions_rejected_full`, not
+/// as a server error.
+#[derive(Clone, Copy)]
+struct CapacityRefusal;
+
+fn full(st: &AppState) -> Response {
     st.counters.rejected_full.fetch_add(1, Ordering::Relaxed);
-    ApiError::new(
+    let mut r = ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         format!(
             "the server holds its maximum of {} sessions: close finished ones with DELETE /v1/sessions/{{id}}, wait for idle ones to expire, or raise --max-sessions",
             st.cfg.max_sessions
         ),
     )
+    .into_response();
+    r.extensions_mut().insert(CapacityRefusal);
+    r
 }
 
 async fn healthz() -> Json<Value> {
@@ -214,6 +228,7 @@ async fn info(State(st): Shared) -> Json<Value> {
         "max_sessions": st.cfg.max_sessions,
         "idle_timeout_s": st.cfg.idle_timeout.as_secs_f64(),
         "max_body_bytes": st.cfg.max_body_bytes,
+        "body_timeout_s": st.cfg.body_timeout.as_secs_f64(),
     }))
 }
 
@@ -226,7 +241,7 @@ async fn create(
     let opts = req.options(&st.cfg.defaults)?;
     let frames = req.frames()?;
     if st.table().len() >= st.cfg.max_sessions {
-        return Err(full(&st));
+        return Ok(full(&st));
     }
     if opts.preset == "balrog" && st.textures.kind() != "official" {
         return Err(ApiError::bad_request(
@@ -251,7 +266,7 @@ async fn create(
         let mut table = st.table();
         if table.len() >= st.cfg.max_sessions {
             drop(table);
-            return Err(full(&st));
+            return Ok(full(&st));
         }
         table.insert(
             id.clone(),

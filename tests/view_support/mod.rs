@@ -1,4 +1,4 @@
-//! Shared by the `leaderboard` and `view` tests: mock runs, a raw HTTP GET (so requested paths
+//! Shared by the `leaderboard`, `no_clobber` and `view` tests: mock runs, a raw HTTP GET (so requested paths
 //! reach the server exactly as written), and a started `vlm-eval view`. Built on
 //! `tests/support` (the binary, scratch folders): a test binary using it also declares
 //! `mod support;`.

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The env server through HTTP beside Python crafter in-process, back to back in one run:
 # env steps/s at N concurrent sessions and reset latency (docs/RL.md, docs/BENCHMARKS.md).
-#   PYTHON=.venv-crafter/bin/python scripts/bench_serve.sh [SESSIONS] [REQUESTS_PER_SESSION]
+#   scripts/bench_serve.sh [SESSIONS] [REQUESTS_PER_SESSION]
+# Python: $PYTHON, else .venv-crafter (made with crafter==1.8.3 when missing: scripts/crafter_venv.sh).
+# Binary: $VLM_EVAL, else target/release/vlm-eval (cargo build --release).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-PYTHON=${PYTHON:-$root/.venv-crafter/bin/python}
+PYTHON=$("$root/scripts/crafter_venv.sh")
 VLM_EVAL=${VLM_EVAL:-$root/target/release/vlm-eval}
+[ -x "$VLM_EVAL" ] || { echo "bench: $VLM_EVAL not found: cargo build --release, or set VLM_EVAL" >&2; exit 2; }
 sessions=${1:-64}
 requests=${2:-200}
 assets=$("$PYTHON" -c 'import crafter, os; print(os.path.join(os.path.dirname(crafter.__file__), "assets"))')

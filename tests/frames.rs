@@ -190,3 +190,66 @@ fn bad_input_exits_2_with_the_valid_names() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--image-size"));
     assert!(!out.exists(), "nothing written on bad input");
 }
+
+/// `env trace --preset balrog` renders the preset's 256 px frames without `--size`, as
+/// `frames --preset balrog` does: its output is the one `--size 256` gives, and every frame
+/// `frames --preset balrog` writes for the same seed and actions is one of the trace's frames
+/// (pixel hash), at 256×256.
+#[test]
+fn env_trace_takes_the_presets_frame_size_as_frames_does() {
+    let play = ["--seed", "3", "--actions", "move_left,do,noop,move_up"];
+    let trace = |extra: &[&str]| {
+        let mut args = vec!["env", "trace", "--steps", "14", "--preset", "balrog"];
+        args.extend_from_slice(&play);
+        args.extend_from_slice(extra);
+        let o = vlm_eval(&args);
+        assert!(
+            o.status.success(),
+            "env trace {extra:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let bare = trace(&[]);
+    assert_eq!(bare, trace(&["--size", "256"]));
+    assert_ne!(
+        bare,
+        trace(&["--size", "64"]),
+        "--size still overrides the preset"
+    );
+    let hashes: Vec<String> = bare
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["frame_sha256"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let out = tmp("balrog-size").join("f");
+    let mut args = vec![
+        "frames",
+        "--preset",
+        "balrog",
+        "--steps",
+        "12",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(&play);
+    let o = vlm_eval(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let names = pngs(&out);
+    assert!(names.len() >= 12, "{names:?}");
+    for name in &names {
+        let rgb = image::load_from_memory(&std::fs::read(out.join(name)).unwrap())
+            .unwrap()
+            .to_rgb8();
+        assert_eq!((rgb.width(), rgb.height()), (256, 256), "{name}");
+        let hash = format!("{:x}", Sha256::digest(rgb.as_raw()));
+        assert!(
+            hashes.contains(&hash),
+            "{name} is not among env trace's frames"
+        );
+    }
+}

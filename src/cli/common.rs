@@ -18,23 +18,28 @@ use crate::results::run::RunData;
 /// Geometry and texture flags shared by env commands.
 #[derive(Args, Debug, Clone)]
 pub struct EnvArgs {
-    /// Frame size in pixels: W or W,H.
-    #[arg(long, default_value = "64", value_parser = parse_pair)]
-    pub size: [usize; 2],
+    /// Frame size in pixels: W or W,H [default: 64, or the preset's].
+    #[arg(long, value_parser = parse_pair)]
+    pub size: Option<[usize; 2]>,
     /// World area in tiles: W,H (or W).
     #[arg(long, default_value = "64,64", value_parser = parse_pair)]
     pub area: [usize; 2],
     /// View in tiles: W,H (or W), including the two inventory rows.
     #[arg(long, default_value = "9,9", value_parser = parse_pair)]
     pub view: [usize; 2],
-    /// Episode length in steps (0: unlimited).
-    #[arg(long, default_value_t = 10_000)]
-    pub length: u32,
+    /// Episode length in steps (0: unlimited) [default: 10000, or the preset's].
+    #[arg(long)]
+    pub length: Option<u32>,
     /// Directory with crafter's official textures (else $CRAFTER_ASSETS, the cache, or an
     /// installed crafter package; else built-in sprites).
     #[arg(long)]
     pub assets: Option<PathBuf>,
 }
+
+/// `--size` when neither the flag nor a preset gives one.
+pub const DEFAULT_FRAME_SIZE: [usize; 2] = [64, 64];
+/// `--length` when neither the flag nor a preset gives one.
+pub const DEFAULT_EPISODE_LENGTH: u32 = 10_000;
 
 /// A multi-threaded tokio runtime for the async commands.
 pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
@@ -101,8 +106,8 @@ pub fn env_config(a: &EnvArgs, seed: i64, render: bool) -> Result<EnvConfig, Cli
     let cfg = EnvConfig {
         area,
         view: a.view,
-        size: a.size,
-        length: Some(a.length),
+        size: a.size.unwrap_or(DEFAULT_FRAME_SIZE),
+        length: Some(a.length.unwrap_or(DEFAULT_EPISODE_LENGTH)),
         seed,
         render,
     };

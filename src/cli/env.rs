@@ -42,10 +42,11 @@ pub struct TraceArgs {
     /// Add observation texts to every record (comma-separated: balrog, state).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub observe: Vec<Observe>,
-    /// Apply a preset's observation settings (`vlm-eval presets`): `balrog` adds
-    /// `--observe balrog`, plays BALROG's reset Noop after every reset and renders every frame
-    /// twice as its wrapper does; it needs `--size 256` (at night each render draws from the
-    /// game's RNG, so other frame sizes play another game).
+    /// Apply a preset's observation settings (`vlm-eval presets`), as `frames --preset` does:
+    /// its frame size and episode length (`--size` and `--length` override them), and for
+    /// `balrog` `--observe balrog`, BALROG's reset Noop after every reset and every frame
+    /// rendered twice as its wrapper does (at night each render draws from the game's RNG, so
+    /// another `--size` plays another game).
     #[arg(long)]
     pub preset: Option<String>,
     /// Geometry and textures.
@@ -66,7 +67,6 @@ fn with_observations(env: &Env, mut record: Value, observe_as: &[Observe]) -> Va
 
 /// Run `vlm-eval env trace`.
 pub fn cmd_trace(a: TraceArgs) -> Result<i32, CliError> {
-    let cfg = env_config(&a.env, a.seed, true)?;
     let actions = match &a.actions {
         Some(list) => Some(
             list.iter()
@@ -82,6 +82,7 @@ pub fn cmd_trace(a: TraceArgs) -> Result<i32, CliError> {
     }
     let mut observe_as = a.observe.clone();
     let (mut reset_noop, mut render_twice) = (false, false);
+    let mut geometry = a.env.clone();
     if let Some(name) = &a.preset {
         let preset = Preset::builtin(name).map_err(|e| CliError::usage(e.to_string()))?;
         if preset.observation.obs_format == ObsFormat::Balrog
@@ -92,13 +93,10 @@ pub fn cmd_trace(a: TraceArgs) -> Result<i32, CliError> {
         reset_noop = preset.observation.reset_noop;
         render_twice = preset.observation.render_twice;
         let size = preset.observation.image_size;
-        if a.env.size != [size, size] {
-            return Err(CliError::usage(format!(
-                "--preset {} renders {size} px frames: pass --size {size} (at night every render draws from the game's RNG, so another size plays another game)",
-                preset.name
-            )));
-        }
+        geometry.size.get_or_insert([size, size]);
+        geometry.length.get_or_insert(preset.episode.episode_length);
     }
+    let cfg = env_config(&geometry, a.seed, true)?;
     let textures = load_textures(a.env.assets.as_deref())?;
     let mut env = Env::new(cfg, &textures).map_err(|e| CliError::usage(e.to_string()))?;
     let stdout = std::io::stdout();

@@ -74,10 +74,10 @@ pub struct BenchHarnessArgs {
 /// Run `vlm-eval bench env`.
 pub fn cmd_bench_env(a: BenchEnvArgs) -> Result<i32, CliError> {
     let env_args = EnvArgs {
-        size: a.size,
+        size: Some(a.size),
         area: [64, 64],
         view: [9, 9],
-        length: 10_000,
+        length: None,
         assets: a.assets.clone(),
     };
     let cfg = env_config(&env_args, 0, !a.no_render)?;

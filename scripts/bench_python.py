@@ -2,6 +2,8 @@
 """Speed of the Python package beside Python crafter 1.8.3 and the Rust engine, in ONE run.
 
   .venv-pypkg/bin/python scripts/bench_python.py [--sizes 64 256] [--memory-steps 1000000]
+  .venv-pypkg/bin/python scripts/bench_python.py --sizes 64 --make-vec-only --rounds 5 \
+      --py-steps 1000 --steps 64000 [--interleave]                          # issue 42 item 6
 
 Every contender plays crafter's default env (area 64x64, view 9x9, length 10 000) from seed 0
 with random actions from `numpy.random.RandomState(0).randint(0, 17)`, resetting when an
@@ -11,6 +13,9 @@ do). Contenders, per frame size:
   - our single `vlmcrafter.crafter.Env` through Python, `--steps` steps;
   - `VectorEnv(64)` (threads=None: every core), env-steps/s over `--steps` env-steps, with its
     next_step autoresets;
+  - `gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=64)` (the native vector env through
+    gymnasium's registry) in `NEXT_STEP` and in `SAME_STEP` autoreset, `--repeats` runs of each
+    interleaved (the median is reported: the two modes see the same machine noise);
   - the Rust engine alone: `vlm-eval bench env --json` (one thread, no Python);
   - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, only
     those calls timed.
@@ -31,6 +36,7 @@ import time
 import numpy as np
 
 import crafter
+import gymnasium
 import vlmcrafter
 from vlmcrafter import crafter as vc
 
@@ -86,6 +92,52 @@ def play_vector(n, size, env_steps):
     return rate, ends
 
 
+def play_make_vec(n, size, env_steps, mode):
+    """env-steps/s of `gymnasium.make_vec(ID, num_envs=n, autoreset_mode=mode)`, random actions
+    (a fresh array per step, as a policy gives), autoresets included; returns (rate, ends)."""
+    env = gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
+                             size=(size, size), textures=ASSETS)
+    calls = max(1, env_steps // n)
+    acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
+    t0 = time.perf_counter()
+    env.reset(seed=0)
+    ends = 0
+    for row in acts:
+        _, _, terminated, truncated, _ = env.step(row)
+        ends += int(terminated.sum() + truncated.sum())
+    rate = calls * n / (time.perf_counter() - t0)
+    env.close()
+    return rate, ends
+
+
+def make_vec_modes(n, size, env_steps, repeats):
+    """NEXT_STEP and SAME_STEP, `repeats` runs each, interleaved; the medians."""
+    rates = {"NEXT_STEP": [], "SAME_STEP": []}
+    for _ in range(repeats):
+        for mode in rates:
+            rate, ends = play_make_vec(n, size, env_steps, mode)
+            rates[mode].append(rate)
+            print(f"[{size} px] make_vec({n}, {mode}): {rate:,.0f} env-steps/s ({ends} episode ends)",
+                  flush=True)
+    return {mode: float(np.median(r)) for mode, r in rates.items()}, rates
+
+
+def make_vec_rounds(n, size, env_steps, py_steps, rounds):
+    """Rounds of (Python crafter, make_vec NEXT_STEP, make_vec SAME_STEP) back to back, so that
+    each round's ratios see the same machine load; returns the per-round figures."""
+    out = []
+    for k in range(rounds):
+        py, _ = play(crafter.Env(seed=k, size=(size, size)), py_steps)
+        nxt, _ = play_make_vec(n, size, env_steps, "NEXT_STEP")
+        same, _ = play_make_vec(n, size, env_steps, "SAME_STEP")
+        out.append({"python_crafter": py, "next_step": nxt, "same_step": same,
+                    "load": os.getloadavg()[0]})
+        print(f"[{size} px] round {k + 1}/{rounds}: Python crafter {py:,.1f} steps/s, make_vec({n}) "
+              f"NEXT_STEP {nxt:,.0f} ({nxt / py:,.0f}x), SAME_STEP {same:,.0f} ({same / py:,.0f}x), "
+              f"SAME/NEXT {same / nxt:.3f}, load {out[-1]['load']:.1f}", flush=True)
+    return out
+
+
 def rust_engine(size, steps):
     binary = os.environ.get("VLM_EVAL", str(ROOT / "target" / "release" / "vlm-eval"))
     out = subprocess.run([binary, "bench", "env", "--steps", str(steps), "--size", str(size),
@@ -139,6 +191,14 @@ def main():
                    help="our steps per contender at 64 px (scaled by (64/size)^2 at other sizes)")
     p.add_argument("--text-steps", type=int, default=20_000, help="text() calls per size")
     p.add_argument("--vector-n", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3, help="runs of each make_vec autoreset mode")
+    p.add_argument("--make-vec-only", action="store_true",
+                   help="only Python crafter and make_vec in both autoreset modes (item 6), in "
+                        "--rounds rounds of the three back to back")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of --make-vec-only")
+    p.add_argument("--interleave", action="store_true",
+                   help="--make-vec-only: one call of each contender per loop iteration, each "
+                        "timed alone (--py-steps calls each per round)")
     p.add_argument("--memory-steps", type=int, default=0, help="VectorEnv.step calls (0: skip)")
     p.add_argument("--memory-n", type=int, default=64)
     p.add_argument("--memory-only", action="store_true", help="run only the memory check")
@@ -156,6 +216,8 @@ def main():
               f"{m['calls']:,} VectorEnv({m['n']}).step calls ({m['env_steps']:,} env-steps, "
               f"{m['seconds']:.0f} s)")
         return 0
+    if args.make_vec_only:
+        return make_vec_only(args, results)
     for size in args.sizes:
         r = {}
         scale = min(1.0, (64 / size) ** 2)
@@ -169,6 +231,9 @@ def main():
         r["python_crafter"] = py_rate
         print(f"[{size} px] Python crafter: {py_rate:,.1f} steps/s ({py_resets} episodes)",
               flush=True)
+        medians, runs = make_vec_modes(args.vector_n, size, steps, args.repeats)
+        r["make_vec_next_step"], r["make_vec_same_step"] = medians["NEXT_STEP"], medians["SAME_STEP"]
+        r["make_vec_runs"] = runs
         single, resets = play(vc.Env(seed=0, size=(size, size), textures=ASSETS), steps)
         r["single"] = single
         print(f"[{size} px] vlmcrafter Env: {single:,.0f} steps/s ({resets} episodes)", flush=True)
@@ -188,6 +253,7 @@ def main():
     results["load_end"] = os.getloadavg()[0]
     if args.text_only:
         return 0
+
     if args.memory_steps:
         results["memory"] = memory_check(args.memory_n, args.memory_steps, args.sizes[0])
 
@@ -203,6 +269,7 @@ def main():
     row("ratio to Python crafter (target ≥ 100×)", lambda r: f"**{r['single'] / r['python_crafter']:,.0f}×**")
     row(f"`VectorEnv({args.vector_n})` (env-steps/s)", lambda r: f"{r['vector']:,.0f}")
     row("ratio to Python crafter (target ≥ 250×)", lambda r: f"**{r['vector'] / r['python_crafter']:,.0f}×**")
+    make_vec_rows(args, row)
     row("Rust engine, `bench env`, one thread (steps/s)", lambda r: f"{r['rust_engine']:,.0f}")
     row("Rust engine / VectorEnv (target ≤ 1.3)", lambda r: f"**{r['rust_engine'] / r['vector']:.2f}**")
     row("`Env` through Python / Rust engine", lambda r: f"{r['single'] / r['rust_engine']:.2f}")
@@ -218,6 +285,112 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+
+
+def make_vec_rows(args, row):
+    n = args.vector_n
+    row(f"`make_vec(ID, num_envs={n})`, NEXT_STEP (env-steps/s, median of {args.repeats})",
+        lambda r: f"{r['make_vec_next_step']:,.0f}")
+    row("ratio to Python crafter (target ≥ 600×)",
+        lambda r: f"**{r['make_vec_next_step'] / r['python_crafter']:,.0f}×**")
+    row(f"`make_vec(ID, num_envs={n})`, SAME_STEP (env-steps/s, median of {args.repeats})",
+        lambda r: f"{r['make_vec_same_step']:,.0f}")
+    row("ratio to Python crafter", lambda r: f"**{r['make_vec_same_step'] / r['python_crafter']:,.0f}×**")
+    row("SAME_STEP / NEXT_STEP (target ≥ 0.90)",
+        lambda r: f"**{r['make_vec_same_step'] / r['make_vec_next_step']:.3f}**")
+
+
+def make_vec_interleaved(n, size, calls, block=25):
+    """Python crafter and make_vec in NEXT_STEP and SAME_STEP, interleaved finely so that all
+    three see the same machine load (a noisy machine's load swings over seconds): blocks of
+    `block` Python crafter steps alternate with blocks of `block` iterations that call each
+    make_vec env once, the mode that goes first alternating every iteration (so neither pays
+    more of the worker threads' wake-up after the Python block). Each call is timed alone.
+    Returns the three rates."""
+    py = crafter.Env(seed=0, size=(size, size))
+    envs = [(mode, gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
+                                      size=(size, size), textures=ASSETS))
+            for mode in ("NEXT_STEP", "SAME_STEP")]
+    acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
+    spent = {"python_crafter": 0.0, "NEXT_STEP": 0.0, "SAME_STEP": 0.0}
+    clock = time.perf_counter
+    t = clock()
+    py.reset()
+    spent["python_crafter"] += clock() - t
+    for mode, env in envs:
+        t = clock()
+        env.reset(seed=0)
+        spent[mode] += clock() - t
+    for start in range(0, calls, block):
+        rows = acts[start:start + block]
+        for row in rows:
+            t = clock()
+            if py.step(int(row[0]))[2]:
+                py.reset()
+            spent["python_crafter"] += clock() - t
+        for k, row in enumerate(rows):
+            for mode, env in (envs if (start + k) % 2 == 0 else envs[::-1]):
+                t = clock()
+                env.step(row)
+                spent[mode] += clock() - t
+    return {"python_crafter": calls / spent["python_crafter"],
+            "next_step": calls * n / spent["NEXT_STEP"],
+            "same_step": calls * n / spent["SAME_STEP"], "load": os.getloadavg()[0]}
+
+
+def make_vec_only(args, results):
+    """Item 6's figures: per-round ratios, and their medians."""
+    for size in args.sizes:
+        scale = min(1.0, (64 / size) ** 2)
+        if args.interleave:
+            rounds = []
+            for k in range(args.rounds):
+                r = make_vec_interleaved(args.vector_n, size, args.py_steps)
+                rounds.append(r)
+                print(f"[{size} px] interleaved round {k + 1}/{args.rounds} ({args.py_steps} calls "
+                      f"each): Python crafter {r['python_crafter']:,.1f} steps/s, NEXT_STEP "
+                      f"{r['next_step']:,.0f} ({r['next_step'] / r['python_crafter']:,.0f}x), "
+                      f"SAME_STEP {r['same_step']:,.0f}, SAME/NEXT "
+                      f"{r['same_step'] / r['next_step']:.3f}, load {r['load']:.1f}", flush=True)
+        else:
+            rounds = make_vec_rounds(args.vector_n, size, int(args.steps * scale), args.py_steps,
+                                     args.rounds)
+        results["sizes"][size] = {"rounds": rounds}
+    results["load_end"] = os.getloadavg()[0]
+    n = args.vector_n
+    print()
+    print(f"| {args.rounds} rounds, medians | " + " | ".join(f"{s} px" for s in args.sizes) + " |")
+    print("|---|" + "---|" * len(args.sizes))
+
+    def row(name, fn):
+        cells = []
+        for s in args.sizes:
+            cells.append(fn(results["sizes"][s]["rounds"]))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+    def med(rounds, f):
+        return float(np.median([f(r) for r in rounds]))
+
+    row("Python crafter 1.8.3 (steps/s)", lambda rs: f"{med(rs, lambda r: r['python_crafter']):,.1f}")
+    row(f"`make_vec(ID, num_envs={n})`, NEXT_STEP (env-steps/s)",
+        lambda rs: f"{med(rs, lambda r: r['next_step']):,.0f}")
+    row(f"`make_vec(ID, num_envs={n})`, SAME_STEP (env-steps/s)",
+        lambda rs: f"{med(rs, lambda r: r['same_step']):,.0f}")
+    row("NEXT_STEP / Python crafter, per round (target ≥ 600×)",
+        lambda rs: "**" + f"{med(rs, lambda r: r['next_step'] / r['python_crafter']):,.0f}×** ("
+        + ", ".join(f"{r['next_step'] / r['python_crafter']:,.0f}" for r in rs) + ")")
+    row("SAME_STEP / Python crafter, per round",
+        lambda rs: "**" + f"{med(rs, lambda r: r['same_step'] / r['python_crafter']):,.0f}×** ("
+        + ", ".join(f"{r['same_step'] / r['python_crafter']:,.0f}" for r in rs) + ")")
+    row("SAME_STEP / NEXT_STEP, per round (target ≥ 0.90)",
+        lambda rs: "**" + f"{med(rs, lambda r: r['same_step'] / r['next_step']):.3f}** ("
+        + ", ".join(f"{r['same_step'] / r['next_step']:.2f}" for r in rs) + ")")
+    print(f"\nload average: {results['load_start']:.1f} at the start, {results['load_end']:.1f} "
+          "at the end")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
 
 
 if __name__ == "__main__":

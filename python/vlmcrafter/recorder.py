@@ -215,10 +215,8 @@ def _exact_rewards(rewards):
     r = np.asarray(rewards)
     if r.dtype == np.float64:
         return r
-    k = np.rint(r * 10).astype(np.intp)
-    if k.size and (k.min() < _K_MIN or k.max() > _K_MAX):
-        return r.astype(np.float64)
-    return _EXACT[k - _K_MIN]
+    # Out of crafter's range (which its rewards never leave) clips to the nearest end.
+    return _EXACT.take(np.rint(r * 10).astype(np.intp) - _K_MIN, mode="clip")
 
 
 def _autoreset_mode(env):
@@ -268,7 +266,8 @@ class VectorRecorder(_Base):
     ``infos["final_info"]``) and ``DISABLED`` (``reset(options={"reset_mask": m})`` restarts
     the counts of the masked envs). A ``reset()`` of every env drops unfinished episodes, as
     crafter's recorder does. An episode's ``reward`` is the sum of crafter's per-step rewards
-    (``infos["reward"]`` when the env gives it, else the step rewards: keep ``reward=True``).
+    (``infos["reward"]`` when the env gives it, as vlmcrafter's ``VectorEnv`` and gymnasium's
+    vector envs of the registered env do, also under ``reward=False``; else the step rewards).
     """
 
     def __init__(self, env, directory):
@@ -279,10 +278,6 @@ class VectorRecorder(_Base):
             self._observation_space = self._action_space = None
             self._single_observation_space = self._single_action_space = None
             self._metadata = None
-        kwargs = getattr(env, "_kwargs", None)
-        if isinstance(kwargs, dict) and kwargs.get("reward") is False:
-            raise ValueError("VectorRecorder: the env was made with reward=False, so its rewards "
-                             "are 0 and the stats' reward would be too; make it with reward=True")
         mode = _autoreset_mode(env)
         if mode not in ("NextStep", "SameStep", "Disabled"):
             raise ValueError(f"VectorRecorder: unknown autoreset mode {mode!r}")
@@ -337,21 +332,18 @@ class VectorRecorder(_Base):
         if self._any_pending:  # NEXT_STEP: these envs reset in this step; it is not counted
             pending = self._pending
             self._length[pending] = 0
-            self._reward[pending] = 0
-            live = ~pending
-            self._length += live
-            self._reward[live] += r[live]
+            self._reward[pending] = 0.0
+            self._length += ~pending
         else:
             self._length += 1
-            self._reward += r
+        self._reward += r  # a reset step's reward is 0
         done = terminations | truncations
-        if self._any_pending:
-            done &= live
-        if done.any():
+        any_done = done.any()
+        if any_done:
             self._finish(np.flatnonzero(done), infos)
         if self._mode == "NextStep":
             self._pending = done
-            self._any_pending = bool(done.any())
+            self._any_pending = any_done
         return result
 
     def _finish(self, ended, infos):

@@ -52,20 +52,24 @@ def assert_same_lines(ours, ref, min_episodes):
         f"{list((collections.Counter(ref) - collections.Counter(ours)).elements())[:2]}")
 
 
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 @pytest.mark.parametrize("length,steps", [(60, 200), (10000, 420)])
-def test_native_vector_env_equals_crafter(assets, tmp_path, length, steps):
-    """Short episodes (many truncations), then crafter's default length (random play dies
-    within about 130-250 steps): rewards summed from float32 step rewards give crafter's
-    float64 sums, down to a "-0.0"."""
+def test_native_vector_env_equals_crafter(assets, tmp_path, length, steps, mode):
+    """vlmcrafter's native VectorEnv in each autoreset mode. Short episodes (many truncations),
+    then crafter's default length (random play dies within about 130-250 steps); the stats'
+    rewards are crafter's float64 sums, down to a "-0.0"."""
     n = 3
     seeds = [SEEDS[i % len(SEEDS)] + 1000 * i for i in range(n)]
     actions = np.random.RandomState(seeds[0] % 2**32).randint(0, 17, size=(steps, n))
-    venv = VectorRecorder(vc.VectorEnv(n, seed=seeds, length=length, textures=assets), tmp_path / "ours")
+    inner = vc.VectorEnv(n, seed=seeds, length=length, textures=assets, autoreset_mode=mode)
+    venv = VectorRecorder(inner, tmp_path / "ours")
     venv.reset()
     for a in actions:
-        venv.step(a)
+        _, _, term, trunc, _ = venv.step(a)
+        if mode == "Disabled" and (term | trunc).any():
+            venv.reset(options={"reset_mask": term | trunc})
     venv.close()
-    ref = crafter_lines(seeds, actions, "NextStep", tmp_path, length=length)
+    ref = crafter_lines(seeds, actions, mode, tmp_path, length=length)
     assert_same_lines(our_lines(tmp_path / "ours"), ref, min_episodes=n)
     assert venv.episodes_recorded == len(ref)
 
@@ -96,7 +100,7 @@ def test_gymnasium_sync_vector_env_every_autoreset_mode(assets, tmp_path, mode):
     assert_same_lines(our_lines(tmp_path / "ours"), ref, min_episodes=2 * n)
 
 
-def test_reset_drops_unfinished_episodes_and_reward_false_is_refused(assets, tmp_path):
+def test_reset_drops_unfinished_episodes(assets, tmp_path):
     venv = VectorRecorder(vc.VectorEnv(2, seed=5, length=30, textures=assets), tmp_path / "a")
     venv.reset()
     for _ in range(20):
@@ -106,5 +110,3 @@ def test_reset_drops_unfinished_episodes_and_reward_false_is_refused(assets, tmp
         venv.step(np.zeros(2, np.int64))
     lines = our_lines(tmp_path / "a")
     assert len(lines) == 2 and all('"length": 30' in line for line in lines)
-    with pytest.raises(ValueError, match="reward=False"):
-        VectorRecorder(vc.VectorEnv(2, seed=5, reward=False, textures=assets), tmp_path / "b")

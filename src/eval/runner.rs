@@ -107,6 +107,32 @@ fn resume_key(info: &Value) -> Value {
     key
 }
 
+/// The settings two resume keys differ in, as `key new vs old` (at most 6, then a count).
+fn key_differences(old: &Value, new: &Value) -> String {
+    let short = |v: Option<&Value>| {
+        let s = v.map(Value::to_string).unwrap_or_else(|| "absent".into());
+        if s.chars().count() > 40 {
+            format!("{}…", s.chars().take(40).collect::<String>())
+        } else {
+            s
+        }
+    };
+    let (Some(a), Some(b)) = (old.as_object(), new.as_object()) else {
+        return "run.json has no readable config".into();
+    };
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let diff: Vec<String> = keys
+        .into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| format!("{k} {} vs {}", short(b.get(k)), short(a.get(k))))
+        .collect();
+    match diff.len() {
+        0 => "none found".into(),
+        n if n > 6 => format!("{}; and {} more", diff[..6].join("; "), n - 6),
+        _ => diff.join("; "),
+    }
+}
+
 /// A spawned episode, cancelled when dropped (as the episode future itself was when polled in
 /// place): an interrupted run stops its episodes before writing the summary.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
@@ -163,10 +189,12 @@ pub async fn run_shown(
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or(Value::Null);
-        if resume_key(&old) != resume_key(&opts.run_info) {
+        let (was, now) = (resume_key(&old), resume_key(&opts.run_info));
+        if was != now {
             return Err(RunError::Mismatch(format!(
-                "{} holds a run with different settings; use another --run-name, or --force to start it over",
-                store.root.display()
+                "{} holds a run with different settings ({}; this command vs the folder's run.json); use another --run-name, or --force to start it over",
+                store.root.display(),
+                key_differences(&was, &now)
             )));
         }
     }

@@ -103,7 +103,7 @@ fn the_gate_refuses_impossible_baselines() {
             "/episodes/0/progression",
             json!(1e308),
             "episodes[0].progression",
-            "is 1e308, outside its range 0–100",
+            "is 1e+308, outside its range 0–100",
         ),
         (
             "/episodes/0/progression",
@@ -133,7 +133,7 @@ fn the_gate_refuses_impossible_baselines() {
             "/summary/progression_mean",
             json!(1e308),
             "summary.progression_mean",
-            "is 1e308",
+            "is 1e+308",
         ),
         (
             "/summary/death_rate",

@@ -277,7 +277,7 @@ fn check_out(inputs: &[PathBuf], out: &Path, force: bool) -> Result<(), MergeErr
     // is not a run, nor a file, whatever path was typed.
     if !out.is_dir() || out.is_symlink() {
         return Err(MergeError::Out(format!(
-            "--out {} is not a folder: --force replaces only an earlier merge's folder or an empty folder; choose a new folder",
+            "--out {} is not a run folder (a file or a link): --force replaces only an earlier merge's folder or an empty folder; choose a new folder",
             out.display()
         )));
     }

@@ -418,7 +418,7 @@ mod tests {
             (
                 "progression",
                 json!(1e308),
-                "episodes[0].progression is 1e308, outside its range 0–100",
+                "episodes[0].progression is 1e+308, outside its range 0–100",
             ),
             (
                 "progression",
@@ -448,7 +448,7 @@ mod tests {
             (
                 "progression_mean",
                 json!(1e308),
-                "summary.progression_mean is 1e308",
+                "summary.progression_mean is 1e+308",
             ),
             (
                 "death_rate",

@@ -148,12 +148,24 @@ fn compare_metrics_selection_and_by_model() {
     assert_eq!(rows.len(), 2, "scripted runs pooled into one row");
     assert_eq!(rows[0]["model"], "scripted");
     assert_eq!(rows[0]["runs"], "2");
-    let pooled: Vec<f64> = episodes(&fx.scripted)
+    // Seeds 3, 4, 5 are in both scripted runs: each counts once, from the first run given.
+    let first = episodes(&fx.scripted);
+    let pooled: Vec<f64> = first
         .iter()
-        .chain(episodes(&fx.shifted).iter())
+        .chain(
+            episodes(&fx.shifted)
+                .iter()
+                .filter(|e| !first.iter().any(|b| b["seed"] == e["seed"])),
+        )
         .map(|e| 100.0 * f(&e["progression"]))
         .collect();
-    assert_eq!(num(&rows[0], "episodes_completed"), 12.0);
+    assert_eq!(pooled.len(), 9);
+    assert_eq!(num(&rows[0], "episodes_completed"), 9.0);
+    assert!(
+        all_text(&o).contains("repeats seed(s) 3, 4, 5"),
+        "{}",
+        all_text(&o)
+    );
     close(
         num(&rows[0], "progression_mean"),
         mean(&pooled),

@@ -175,7 +175,10 @@ fn bad_input_is_one_line_and_exit_2() {
     let o = vlm_eval(&["leaderboard", dir.to_str().unwrap()]);
     let (_, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr.contains("no complete episode"), "{stderr}");
+    assert!(
+        stderr.contains("has no finished episode yet (1 unfinished, interrupted"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -6,7 +6,7 @@
 //! as a chat-completions request body must be accepted by the spec.
 
 mod support;
-use support::stderr;
+use support::{stderr, stdout};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -435,7 +435,22 @@ fn missing_partial_corrupt_and_older_runs() {
     let mut l: Vec<&str> = text.lines().collect();
     l[1] = "{not json";
     std::fs::write(&path, l.join("\n") + "\n").unwrap();
-    fails(&[&traj], &["seed_1/trajectory.jsonl", "line 2"]);
+    // An unreadable trajectory: its episode is left out, warned about (file and line) and
+    // counted; the other episodes are exported.
+    let o = export(&[&traj], &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("seed_1/trajectory.jsonl") && e.contains("line 2"),
+        "{e}"
+    );
+    assert!(
+        stdout(&o).contains("1 episode(s) with an unreadable trajectory"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!row_seeds(&out).contains(&1));
+    std::fs::write(&out, "previous\n").unwrap();
 
     let tampered = copy("tampered");
     let frame = tampered.join("episodes/seed_2/frames/step_0000.png");
@@ -518,7 +533,11 @@ fn missing_partial_corrupt_and_older_runs() {
     }
     let o = export(&[&partial], &out, &[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no complete episode"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("has no finished episode yet (3 unfinished, interrupted"),
+        "{}",
+        stderr(&o)
+    );
 
     // An older run (no system_prompt, tools or user_text): warnings, and user text rebuilt
     // from the observation, which must equal what the run sent.

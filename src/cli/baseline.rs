@@ -9,7 +9,7 @@ use super::BaselineCommand;
 use super::common::partial_error;
 use super::error::CliError;
 use crate::report::baseline::{baseline_from_run, save_baseline, unfinished_seeds};
-use crate::results::run::open_run;
+use crate::report::validate::open_checked_run;
 
 /// `vlm-eval baseline save` arguments.
 #[derive(Args, Debug)]
@@ -26,7 +26,7 @@ pub struct BaselineSaveArgs {
 /// Run `vlm-eval baseline save`.
 pub fn cmd_baseline(c: BaselineCommand) -> Result<i32, CliError> {
     let BaselineCommand::Save(a) = c;
-    let run = open_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
+    let run = open_checked_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
     let b = baseline_from_run(&run);
     let unfinished = unfinished_seeds(&run);
     if !a.allow_partial && !unfinished.is_empty() {

@@ -11,7 +11,7 @@ use crate::report::baseline::{config_differences, load_results, Metric, ResultSe
 use crate::report::check::{check_metric, junit, markdown, CheckOptions};
 use crate::report::protocol::protocol_differences;
 use crate::report::stats::DEFAULT_RESAMPLES;
-use crate::results::run::open_run;
+use crate::report::validate::open_checked_run;
 
 const CHECK_HELP: &str = "\
 Rule, per metric (higher is better for all but format_repaired_rate): delta = run - baseline. \
@@ -34,7 +34,9 @@ score in achievements per episode, return in reward, format_exact_rate and \
 format_repaired_rate in percentage points of turns. Give one value for all metrics or one \
 per metric (comma-separated, same order as --metric).
 
-Exit codes: 0 pass, 1 regressed, 2 bad input (missing, corrupt or partial files, bad flags). \
+Exit codes: 0 pass, 1 regressed (or --junit could not be written), 2 bad input (missing, \
+corrupt or partial files; a baseline or run value that is not finite, out of its metric's range, \
+a repeated seed, or episodes that contradict their summary; bad flags). \
 The Markdown verdict goes to stdout and is appended to $GITHUB_STEP_SUMMARY when set.";
 
 /// `vlm-eval check` flags.
@@ -248,7 +250,7 @@ pub fn cmd_check(a: CheckArgs) -> Result<i32, CliError> {
         return Err(CliError::usage("--resamples must be at least 1"));
     }
     let metrics = parse_metrics(&a)?;
-    let run = open_run(&a.run)
+    let run = open_checked_run(&a.run)
         .map(|r| ResultSet::from_run(&r))
         .map_err(|e| CliError::usage(e.to_string()))?;
     refuse_partial(&run, a.allow_partial)?;

@@ -18,7 +18,8 @@ use crate::results::run::open_run;
 pub enum By {
     /// One row per run folder.
     Run,
-    /// One row per model (episodes of its runs pooled).
+    /// One row per model (episodes of its runs pooled; a seed finished by several of them
+    /// counts once, from the first run given, with a note).
     Model,
 }
 
@@ -76,6 +77,19 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
     if a.resamples == 0 {
         return Err(CliError::usage("--resamples must be at least 1"));
     }
+    let key = |p: &PathBuf| p.canonicalize().unwrap_or_else(|_| p.clone());
+    for (i, p) in a.runs.iter().enumerate() {
+        if let Some(q) = a.runs[..i].iter().find(|q| key(q) == key(p)) {
+            let what = if p == q {
+                format!("{} is given twice", p.display())
+            } else {
+                format!("{} and {} are the same folder", q.display(), p.display())
+            };
+            return Err(CliError::usage(format!(
+                "{what}: pass each run folder once"
+            )));
+        }
+    }
     let runs = a
         .runs
         .iter()
@@ -89,6 +103,17 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32, CliError> {
         By::Model => GroupBy::Model,
     };
     let groups = print_comparison(&runs, by, &columns, a.csv.as_deref(), !a.paired)?;
+    for g in &groups {
+        for (run, seeds) in &g.duplicate_seeds {
+            let list: Vec<String> = seeds.iter().take(10).map(i64::to_string).collect();
+            println!(
+                "note: {}: {run} repeats seed(s) {}{} that an earlier run of the row finished; each seed counts once (from the first run given), so the standard error is not shrunk by repeats",
+                g.label,
+                list.join(", "),
+                if seeds.len() > 10 { ", …" } else { "" }
+            );
+        }
+    }
     if a.achievements {
         let t = achievement_table(&groups);
         println!(

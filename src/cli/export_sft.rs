@@ -147,8 +147,13 @@ pub fn cmd_export_sft(a: ExportSftArgs) -> Result<i32, CliError> {
         a.out.display()
     );
     println!(
-        "skipped: {} failed turn(s), {} empty repl(ies), {} text-only turn(s) (--images-only), {} episode(s) filtered out, {} unfinished episode(s)",
-        s.error_turns, s.empty_turns, s.text_only_turns, s.episodes_filtered, s.episodes_unfinished
+        "skipped: {} failed turn(s), {} empty repl(ies), {} text-only turn(s) (--images-only), {} episode(s) filtered out, {} unfinished episode(s), {} episode(s) with an unreadable trajectory",
+        s.error_turns,
+        s.empty_turns,
+        s.text_only_turns,
+        s.episodes_filtered,
+        s.episodes_unfinished,
+        s.episodes_unreadable
     );
     if s.rows == 0 {
         tracing::warn!("no rows matched: check the filters");

@@ -84,6 +84,23 @@ fn report_link(page: &Path, run: &Path) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// Say which runs are still playing, and warn about every complete episode whose trajectory is
+/// missing, unreadable or short of the lines its episode.json counts (its numbers still come
+/// from episode.json); returns how many there are.
+fn warn_unreadable(runs: &[crate::results::run::RunData]) -> usize {
+    let mut count = 0;
+    for run in runs {
+        super::common::note_in_progress(&run.dir);
+        for ep in &run.episodes {
+            if let Err(damage) = crate::results::verify::trajectory_shape(&run.dir, ep) {
+                count += 1;
+                tracing::warn!("unreadable trajectory: {damage}");
+            }
+        }
+    }
+    count
+}
+
 /// Run `vlm-eval leaderboard`; prints where the files went and the groups found.
 pub fn cmd_leaderboard(a: LeaderboardArgs) -> Result<i32, CliError> {
     check_confidence(a.confidence)?;
@@ -110,6 +127,7 @@ pub fn cmd_leaderboard(a: LeaderboardArgs) -> Result<i32, CliError> {
     for u in &unranked {
         tracing::warn!("not ranked: {}: {}", u.dir.display(), u.why);
     }
+    let unreadable = warn_unreadable(&runs);
     let opts = LeaderboardOptions {
         level: a.confidence,
         resamples: a.resamples,
@@ -140,7 +158,7 @@ pub fn cmd_leaderboard(a: LeaderboardArgs) -> Result<i32, CliError> {
     })?;
     let ranked: usize = lb.groups.iter().map(|g| g.rows.len()).sum();
     println!(
-        "wrote {} and {}: {ranked} run(s) ranked in {} protocol group(s){}{}",
+        "wrote {} and {}: {ranked} run(s) ranked in {} protocol group(s){}{}{}",
         out.display(),
         csv_path.display(),
         lb.groups.len(),
@@ -151,6 +169,10 @@ pub fn cmd_leaderboard(a: LeaderboardArgs) -> Result<i32, CliError> {
         match lb.skipped.len() {
             0 => String::new(),
             n => format!(", {n} skipped"),
+        },
+        match unreadable {
+            0 => String::new(),
+            n => format!(", {n} episode(s) with an unreadable trajectory (warned above)"),
         }
     );
     for s in &lb.skipped {

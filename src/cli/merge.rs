@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::error::CliError;
-use crate::eval::merge::{check_inputs, check_running, merge_runs, MergeError};
+use crate::eval::merge::{check_distinct, check_inputs, check_running, merge_runs, MergeError};
 use crate::eval::shard_status::{shard_status, Status};
 
 /// `vlm-eval merge` flags.
@@ -104,6 +104,7 @@ fn print_status(st: &Status) -> i32 {
 
 /// Run `vlm-eval merge`.
 pub fn cmd_merge(a: MergeArgs) -> Result<i32, CliError> {
+    check_distinct(&a.runs).map_err(merge_error)?;
     let status = shard_status(&a.runs).map_err(|e| CliError::usage(e.to_string()));
     if a.check {
         return Ok(print_status(&status?));

@@ -112,6 +112,7 @@ fn prepare_out(run: &Path, out: &Path, info_started: &str) -> Result<(), CliErro
 /// Run `vlm-eval replay`.
 pub fn cmd_replay(a: ReplayArgs) -> Result<i32, CliError> {
     let run = open_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
+    super::common::note_in_progress(&a.run);
     let assets = a.assets.clone();
     let settings = ReplaySettings::from_run(&run.info, || {
         TextureSet::discover_with(assets.as_deref(), FetchPolicy::from_env(), &mut |m| {

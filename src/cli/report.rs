@@ -83,11 +83,18 @@ pub fn cmd_report(a: ReportArgs) -> Result<i32, CliError> {
         message: format!("{e} (pass --out to write the report elsewhere)"),
     })?;
     let n = report.html.len();
-    let warnings = match report.warnings.len() {
+    let mut warnings = match report.warnings.len() {
         0 => String::new(),
         1 => ", 1 warning".into(),
         k => format!(", {k} warnings"),
     };
+    if report.unreadable > 0 {
+        warnings += &format!(
+            " ({} unreadable or damaged trajector{}, listed in the page)",
+            report.unreadable,
+            if report.unreadable == 1 { "y" } else { "ies" }
+        );
+    }
     println!(
         "wrote {}: {} ({n} bytes), {} of {} episodes shown{warnings}",
         out.display(),

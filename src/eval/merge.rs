@@ -3,10 +3,17 @@
 //!
 //! Inputs must agree on every setting that shapes results (`run.json` config minus seeds, shard,
 //! run name, output folder, concurrency, endpoint (a warning) and the quiet/force switches, plus
-//! the prompt hash and the texture fingerprint) and no seed may be complete in two inputs. Complete episodes are
-//! copied (frames hard-linked when the filesystem allows, else copied), each with its
-//! `episode.json` written last and atomically, so an interrupted merge never shows a half-copied
-//! episode as complete. Unfinished episodes are not copied (a warning names them).
+//! the prompt hash and the texture fingerprint), no input may be given twice and no seed may be
+//! complete in two inputs. Before anything is written, every finished episode is checked against
+//! its own record (`results::verify`: trajectory lines against `turns`, frame files against the
+//! recorded hashes); a damaged one is refused, naming the file. The merged run is then built in
+//! a folder beside `--out` (`.<name>.merge-tmp`, held with a `run.lock` so two merges never
+//! share it), episodes copied (frames hard-linked when the filesystem allows, else copied),
+//! summary and `run.json` written, and renamed to `--out` at the end (an earlier merge's folder
+//! is moved aside first and removed last). A merge killed at any moment leaves `--out` as it
+//! was (absent, or the earlier merge), so running it again, with `--force` where `--out`
+//! existed, gives the same folder as an uninterrupted merge. Unfinished episodes are not copied
+//! (a warning names them).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -18,6 +25,7 @@ use serde_json::{json, Value};
 use crate::results::frames::run_frame_hash;
 use crate::results::run::{open_run, RunData};
 use crate::results::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
+use crate::results::verify::{check_episode, Damage};
 
 use crate::results::store::{write_atomic, write_json, StoreError};
 
@@ -37,6 +45,15 @@ pub enum MergeError {
         /// What differs.
         fields: String,
     },
+    /// The same input folder was given twice (`what`: how, naming it once or by both spellings).
+    #[error("{what}: pass each run folder once")]
+    Twice {
+        /// `X is given twice`, or `X and Y are the same folder`.
+        what: String,
+    },
+    /// A finished episode of an input does not match its own record.
+    #[error("damaged episode, nothing was merged: {0}")]
+    Damaged(Damage),
     /// A seed is complete in two inputs.
     #[error("seed {seed} is complete in both {a} and {b}; each seed may come from one input only (do two shards overlap?)")]
     DuplicateSeed {
@@ -211,8 +228,35 @@ fn made_by_merge(dir: &Path) -> bool {
         .is_some_and(|v| v.get("merged_from").is_some())
 }
 
-/// Check the output folder: it must not exist (unless `force`) and must not hold an input.
-fn prepare_out(inputs: &[PathBuf], out: &Path, force: bool) -> Result<(), MergeError> {
+/// The files an interrupted merge of an older vlm-eval left in `--out` (it wrote there directly,
+/// `run.json` last): a folder holding only these, and no `run.json`, is such a leftover.
+const OLD_MERGE_LEFTOVERS: [&str; 4] = [
+    "episodes",
+    "summary.json",
+    "summary.csv",
+    "achievements.csv",
+];
+
+/// Whether `out` holds only what an interrupted merge of an older vlm-eval left (no run.json).
+fn old_merge_leftover(out: &Path) -> bool {
+    !out.join("run.json").exists()
+        && out.join("episodes").is_dir()
+        && fs::read_dir(out).is_ok_and(|d| {
+            d.flatten()
+                .all(|e| OLD_MERGE_LEFTOVERS.contains(&e.file_name().to_string_lossy().as_ref()))
+        })
+}
+
+/// Check the output folder, writing nothing: it must not hold an input, and must not exist
+/// unless `force` (then only an earlier merge's folder, an empty folder, or what an interrupted
+/// merge of an older vlm-eval left).
+fn check_out(inputs: &[PathBuf], out: &Path, force: bool) -> Result<(), MergeError> {
+    if out.file_name().is_none() {
+        return Err(MergeError::Out(format!(
+            "--out {} does not name a folder: give the new run folder's path, e.g. results/<run>",
+            out.display()
+        )));
+    }
     if let Some(input) = inputs.iter().find(|i| same_path(i, out)) {
         return Err(MergeError::Out(format!(
             "--out {} overlaps the input {}; write the merged run to a new folder",
@@ -220,32 +264,174 @@ fn prepare_out(inputs: &[PathBuf], out: &Path, force: bool) -> Result<(), MergeE
             input.display()
         )));
     }
-    if out.exists() {
-        if !force {
-            return Err(MergeError::Out(format!(
-                "--out {} already exists; choose a new folder or pass --force to replace it",
-                out.display()
-            )));
+    if !out.exists() && !out.is_symlink() {
+        return Ok(());
+    }
+    if !force {
+        return Err(MergeError::Out(format!(
+            "--out {} already exists; choose a new folder or pass --force to replace it",
+            out.display()
+        )));
+    }
+    // --force replaces an earlier merged run folder, or an empty folder; never a folder that
+    // is not a run, nor a file, whatever path was typed.
+    if !out.is_dir() || out.is_symlink() {
+        return Err(MergeError::Out(format!(
+            "--out {} is not a run folder (a file or a link): --force replaces only an earlier merge's folder or an empty folder; choose a new folder",
+            out.display()
+        )));
+    }
+    let empty = fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
+    if empty || old_merge_leftover(out) || made_by_merge(out) {
+        return Ok(());
+    }
+    if out.join("run.json").is_file() {
+        return Err(MergeError::Out(format!(
+            "--out {} is a run that `vlm-eval merge` did not make (its run.json has no merged_from): --force replaces only an earlier merge's folder; choose a new folder",
+            out.display()
+        )));
+    }
+    Err(MergeError::Out(format!(
+        "--out {} is not a run folder (no run.json): --force replaces only an earlier merge's folder or an empty folder; choose a new folder",
+        out.display()
+    )))
+}
+
+/// The folders beside `out` a merge works in: the new run while it is built, and the earlier
+/// one while it is swapped out.
+fn work_dirs(out: &Path) -> (PathBuf, PathBuf) {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    (
+        parent.join(format!(".{name}.merge-tmp")),
+        parent.join(format!(".{name}.merge-old")),
+    )
+}
+
+fn remove_if_there(dir: &Path) -> Result<(), StoreError> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(dir).map_err(|e| io_err(dir, e)),
+        Ok(_) => fs::remove_file(dir).map_err(|e| io_err(dir, e)),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Take the work folder for one merge into `out`: its `run.lock` held (another merge into the
+/// same folder is refused), everything an interrupted merge left in it, and a swapped-out
+/// earlier merge left beside it, removed.
+fn take_work_dir(out: &Path) -> Result<(PathBuf, crate::results::lock::RunLock), MergeError> {
+    use crate::results::lock::{acquire, LockError};
+    let (tmp, old) = work_dirs(out);
+    let lock = acquire(&tmp).map_err(|e| match e {
+        LockError::Held { holder, .. } => MergeError::Out(format!(
+            "another `vlm-eval merge` ({holder}) is writing --out {} (in {}): wait for it to finish",
+            out.display(),
+            tmp.display()
+        )),
+        other => {
+            // Nobody holds it: what the failed attempt made of it goes (a full disk).
+            let _ = remove_if_there(&tmp);
+            MergeError::Write(StoreError::Io {
+                path: tmp.display().to_string(),
+                source: std::io::Error::other(other.to_string()),
+            })
         }
-        // --force replaces an earlier merged run folder, or an empty folder; never a folder that
-        // is not a run, nor a file, whatever path was typed.
-        let replaceable = out.is_dir()
-            && !out.is_symlink()
-            && (out.join("run.json").is_file()
-                || fs::read_dir(out).is_ok_and(|mut d| d.next().is_none()));
-        if replaceable && out.join("run.json").is_file() && !made_by_merge(out) {
-            return Err(MergeError::Out(format!(
-                "--out {} is a run that `vlm-eval merge` did not make (its run.json has no merged_from): --force replaces only an earlier merge's folder; choose a new folder",
-                out.display()
-            )));
+    })?;
+    for entry in fs::read_dir(&tmp).map_err(|e| io_err(&tmp, e))?.flatten() {
+        if entry.path() != lock.path {
+            remove_if_there(&entry.path())?;
         }
-        if !replaceable {
-            return Err(MergeError::Out(format!(
-                "--out {} is not a run folder (no run.json): --force replaces only an earlier run folder or an empty folder; choose a new folder",
-                out.display()
-            )));
+    }
+    remove_if_there(&old)?;
+    Ok((tmp, lock))
+}
+
+/// Put the finished work folder in place of `out`: an earlier `out` is first moved aside (one
+/// rename), the new folder renamed in, the earlier one removed last. Killed between any two
+/// steps, `out` is either the earlier folder, absent, or the new one: never a half.
+fn swap_in(tmp: &Path, out: &Path, lock: crate::results::lock::RunLock) -> Result<(), StoreError> {
+    let (_, old) = work_dirs(out);
+    fs::remove_file(&lock.path).map_err(|e| io_err(&lock.path, e))?;
+    let had_out = out.exists() || out.is_symlink();
+    if had_out {
+        fs::rename(out, &old).map_err(|e| io_err(out, e))?;
+        kill_point("swap");
+    }
+    fs::rename(tmp, out).map_err(|e| io_err(out, e))?;
+    drop(lock);
+    kill_point("renamed");
+    if had_out {
+        remove_if_there(&old)?;
+    }
+    Ok(())
+}
+
+/// The test hook of `tests/hostile_merge.rs`: `VLM_EVAL_MERGE_KILL_AT=<point>` makes the merge
+/// kill itself with SIGKILL at that point (`episode:<k>` after k episodes are copied, `summary`,
+/// `run-json`, `swap`, `renamed`), so the test can show that a merge killed anywhere is redone
+/// by `merge --force`. Unset (always, outside that test), it does nothing.
+fn kill_point(point: &str) {
+    if std::env::var("VLM_EVAL_MERGE_KILL_AT").is_ok_and(|v| v == point) {
+        #[cfg(unix)]
+        // SAFETY: kill(2) on this process's own pid; no memory is touched.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
         }
-        fs::remove_dir_all(out).map_err(|e| io_err(out, e))?;
+        std::process::abort();
+    }
+}
+
+/// Check every episode the merge will copy against its own record, on a few threads (frame
+/// files are decoded). The first damaged one (in seed order) is the error.
+fn check_episodes(owner: &BTreeMap<i64, &RunData>) -> Result<(), MergeError> {
+    let work: Vec<(&RunData, &crate::results::formats::EpisodeResult)> = owner
+        .iter()
+        .filter_map(|(seed, r)| r.episodes.iter().find(|e| e.seed == *seed).map(|e| (*r, e)))
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = work.len().div_ceil(threads).max(1);
+    let found: Vec<Option<(i64, Damage)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = work
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .find_map(|(r, e)| check_episode(&r.dir, e).err().map(|d| (e.seed, d)))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(None))
+            .collect()
+    });
+    match found.into_iter().flatten().min_by_key(|(seed, _)| *seed) {
+        Some((_, d)) => Err(MergeError::Damaged(d)),
+        None => Ok(()),
+    }
+}
+
+/// Refuse an input given twice (the same folder under two spellings too).
+pub fn check_distinct(inputs: &[PathBuf]) -> Result<(), MergeError> {
+    let key = |p: &PathBuf| p.canonicalize().unwrap_or_else(|_| p.clone());
+    for (i, a) in inputs.iter().enumerate() {
+        if let Some(b) = inputs[..i].iter().find(|b| key(b) == key(a)) {
+            let what = if a == b {
+                format!("{} is given twice", a.display())
+            } else {
+                format!("{} and {} are the same folder", b.display(), a.display())
+            };
+            return Err(MergeError::Twice { what });
+        }
     }
     Ok(())
 }
@@ -335,6 +521,7 @@ fn check_runs(runs: &[RunData]) -> Result<(Vec<String>, BTreeMap<i64, &RunData>)
 /// [`merge_runs`]'s checks of its inputs alone (settings agree, no seed in two inputs), writing
 /// nothing: lets a caller report these before its own refusals.
 pub fn check_inputs(inputs: &[PathBuf]) -> Result<(), MergeError> {
+    check_distinct(inputs)?;
     let runs = inputs
         .iter()
         .map(|p| open_run(p))
@@ -344,12 +531,12 @@ pub fn check_inputs(inputs: &[PathBuf]) -> Result<(), MergeError> {
 
 /// Merge `inputs` into a new run folder `out`.
 pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOutcome, MergeError> {
+    check_distinct(inputs)?;
     let runs = inputs
         .iter()
         .map(|p| open_run(p))
         .collect::<Result<Vec<_>, _>>()?;
     let (mut warnings, owner) = check_runs(&runs)?;
-    let first = &runs[0];
     for r in &runs {
         let unfinished: Vec<i64> = r
             .incomplete
@@ -391,18 +578,55 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
         ));
     }
 
-    prepare_out(inputs, out, force)?;
+    check_out(inputs, out, force)?;
+    check_episodes(&owner)?;
+    let (tmp, lock) = take_work_dir(out)?;
+    let written = write_merged(&tmp, out, &runs, &owner, &seeds).and_then(|w| {
+        swap_in(&tmp, out, lock)
+            .map(|()| w)
+            .map_err(MergeError::from)
+    });
+    let (summary, episodes, linked, copied) = match written {
+        Ok(w) => w,
+        Err(e) => {
+            // A failed write (a full disk) leaves nothing behind: `--out` is as it was.
+            let _ = remove_if_there(&tmp);
+            return Err(e);
+        }
+    };
+    Ok(MergeOutcome {
+        summary,
+        episodes,
+        linked,
+        copied,
+        warnings,
+    })
+}
+
+/// Build the merged run in the work folder `tmp`: the owned episodes copied, the summary, and
+/// `run.json` (which names `out`) last. Returns the summary, the episodes and the frames
+/// hard-linked and copied.
+fn write_merged(
+    tmp: &Path,
+    out: &Path,
+    runs: &[RunData],
+    owner: &BTreeMap<i64, &RunData>,
+    seeds: &[i64],
+) -> Result<(Summary, usize, usize, usize), MergeError> {
+    let first = &runs[0];
     let (mut linked, mut copied) = (0, 0);
-    for (&seed, r) in &owner {
-        let dst = out.join("episodes").join(format!("seed_{seed}"));
+    for (k, (&seed, r)) in owner.iter().enumerate() {
+        let dst = tmp.join("episodes").join(format!("seed_{seed}"));
         let (l, c) = copy_episode(&r.episode_dir(seed), &dst)?;
         linked += l;
         copied += c;
+        kill_point(&format!("episode:{}", k + 1));
     }
-    let episodes = read_episodes(out)?;
+    let episodes = read_episodes(tmp)?;
     let model = first.model();
     let summary = summarize(&model, &episodes);
-    write_summary(out, &summary, &episodes)?;
+    write_summary(tmp, &summary, &episodes)?;
+    kill_point("summary");
 
     let mut info = first.info.clone();
     let run_name = out
@@ -473,14 +697,9 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path, force: bool) -> Result<MergeOu
             ),
         );
     }
-    write_json(&out.join("run.json"), &info)?;
-    Ok(MergeOutcome {
-        summary,
-        episodes: episodes.len(),
-        linked,
-        copied,
-        warnings,
-    })
+    write_json(&tmp.join("run.json"), &info)?;
+    kill_point("run-json");
+    Ok((summary, episodes.len(), linked, copied))
 }
 
 /// Refuse inputs that a running `vlm-eval run` still holds (`results::lock`), unless

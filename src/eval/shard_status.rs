@@ -85,10 +85,16 @@ fn corrupt(path: &Path, message: &str) -> ReadError {
 }
 
 fn read_info(dir: &Path) -> Result<Value, ReadError> {
+    if !dir.exists() {
+        return Err(crate::results::run::missing(
+            dir,
+            crate::results::run::MISSING_RUN,
+        ));
+    }
     if !dir.is_dir() {
         return Err(corrupt(
             dir,
-            "no such folder: pass a run folder written by `vlm-eval run` (results/<run>)",
+            "not a folder: pass a run folder written by `vlm-eval run` (results/<run>)",
         ));
     }
     let path = dir.join("run.json");

@@ -11,7 +11,7 @@ use crate::results::formats::{EpisodeResult, FormatCounts, Termination};
 
 use super::protocol::protocol_of;
 use super::stats::{crafter_score, mean, standard_error};
-use crate::results::run::{open_run, RunData};
+use crate::results::run::RunData;
 use crate::results::summary::{summarize, ReadError, Summary};
 
 /// `format` field of a baseline file.
@@ -410,13 +410,13 @@ fn corrupt(path: &Path, message: impl Into<String>) -> ReadError {
 /// Load results from a run folder, a baseline file or a `summary.json`.
 pub fn load_results(path: &Path) -> Result<ResultSet, ReadError> {
     if !path.exists() {
-        return Err(corrupt(
+        return Err(crate::results::run::missing(
             path,
-            "not found: pass a run folder, a baseline file (`vlm-eval baseline save`) or a summary.json",
+            "no such file or folder: pass a run folder, a baseline file (`vlm-eval baseline save`) or a summary.json",
         ));
     }
     if path.is_dir() {
-        return open_run(path).map(|r| ResultSet::from_run(&r));
+        return super::validate::open_checked_run(path).map(|r| ResultSet::from_run(&r));
     }
     let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
         path: path.display().to_string(),
@@ -432,6 +432,7 @@ pub fn load_results(path: &Path) -> Result<ResultSet, ReadError> {
                 format!("baseline version {version} is not one this vlm-eval reads (1): upgrade vlm-eval or save the baseline again"),
             ));
         }
+        super::validate::check_baseline_json(path, &v)?;
         let b: BaselineFile = serde_json::from_value(v).map_err(|e| {
             corrupt(
                 path,
@@ -456,6 +457,12 @@ pub fn load_results(path: &Path) -> Result<ResultSet, ReadError> {
         });
     }
     if v.get("progression_mean").is_some() {
+        super::validate::check_summary_json(
+            path,
+            &v,
+            "",
+            "the file was edited or damaged: pass the run folder instead, or rerun the run's command to rewrite it",
+        )?;
         let s: Summary = serde_json::from_value(v)
             .map_err(|e| corrupt(path, format!("summary.json is incomplete ({e})")))?;
         if s.completed == 0 {

@@ -1,7 +1,7 @@
 //! Comparison tables over several runs: the main metrics table, the per-achievement unlock-rate
 //! matrix and paired per-seed progression deltas (`vlm-eval compare`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::crafter::ACHIEVEMENT_NAMES;
 use crate::results::formats::{EpisodeResult, Termination};
@@ -32,12 +32,17 @@ pub struct Group {
     pub runs: Vec<String>,
     /// Complete episodes (with an `episode.json`).
     pub episodes: Vec<EpisodeResult>,
-    /// Planned seeds without an `episode.json`, counted per run.
+    /// Planned seeds without an `episode.json` in any run of the row.
     pub unfinished: Vec<i64>,
     /// Summary of `episodes`.
     pub summary: Summary,
     /// The protocol (`report::protocol`) of each run pooled into this row.
     pub protocols: Vec<serde_json::Value>,
+    /// Seeds left out of a pooled row because an earlier run of the row had already finished
+    /// them, by run name: a seed counts once per row (the first run given that finished it),
+    /// so that a run given twice, a copy, or a repeat on the same seeds does not shrink the
+    /// standard error as if its episodes were new ones.
+    pub duplicate_seeds: Vec<(String, Vec<i64>)>,
 }
 
 impl Group {
@@ -82,7 +87,14 @@ pub fn group_runs(runs: &[RunData], by: GroupBy) -> Vec<Group> {
             Some(g) => {
                 g.runs.push(run.name());
                 g.protocols.push(protocol_of(&run.info));
-                g.episodes.extend(run.episodes.iter().cloned());
+                let done: BTreeSet<i64> = g.episodes.iter().map(|e| e.seed).collect();
+                let (again, new): (Vec<&EpisodeResult>, Vec<&EpisodeResult>) =
+                    run.episodes.iter().partition(|e| done.contains(&e.seed));
+                if !again.is_empty() {
+                    g.duplicate_seeds
+                        .push((run.name(), again.iter().map(|e| e.seed).collect()));
+                }
+                g.episodes.extend(new.into_iter().cloned());
                 g.unfinished.extend(unfinished);
             }
             None => groups.push(Group {
@@ -93,11 +105,21 @@ pub fn group_runs(runs: &[RunData], by: GroupBy) -> Vec<Group> {
                 unfinished,
                 summary: summarize("", &[]),
                 protocols: vec![protocol_of(&run.info)],
+                duplicate_seeds: Vec::new(),
             }),
         }
     }
     for g in &mut groups {
         g.episodes.sort_by_key(|e| e.seed);
+        // A seed one pooled run finished is not unfinished for the row; each is counted once.
+        let done: BTreeSet<i64> = g.episodes.iter().map(|e| e.seed).collect();
+        let open: BTreeSet<i64> = g
+            .unfinished
+            .iter()
+            .copied()
+            .filter(|s| !done.contains(s))
+            .collect();
+        g.unfinished = open.into_iter().collect();
         g.summary = summarize(&g.model, &g.episodes);
     }
     groups

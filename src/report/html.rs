@@ -14,6 +14,7 @@ use super::html_episode::{episode_progress, episode_section, mean_progress};
 use super::svg::{bar_chart, line_chart, Bar, Series};
 use crate::results::run::RunData;
 use crate::results::summary::{summarize, Summary};
+use crate::results::verify::checked_trajectory;
 
 /// Escape text for HTML element content and quoted attribute values (`& < > " '`).
 pub fn escape(text: &str) -> String {
@@ -89,6 +90,9 @@ pub struct Report {
     pub shown: usize,
     /// Complete episodes in the run.
     pub episodes: usize,
+    /// Complete episodes whose trajectory is missing, unreadable or does not have the lines
+    /// their `episode.json` counts (each also a warning; left out of the progression chart).
+    pub unreadable: usize,
 }
 
 /// The report page's style sheet (the leaderboard and the live view reuse it).
@@ -341,12 +345,18 @@ pub fn build_report_with(
     let mut progress = Vec::new();
     let mut sections = String::new();
     let shown = run.episodes.len().min(opts.max_episodes);
+    let mut unreadable = 0;
     for (i, ep) in run.episodes.iter().enumerate() {
-        let lines = run.trajectory(ep.seed).map_err(|e| e.to_string());
-        if let Err(e) = &lines {
-            warnings.push(format!("seed {}: {e}", ep.seed));
-        }
-        if ep.termination != Termination::Error {
+        // A damaged trajectory is warned about and counted; what can be read of it is shown.
+        let (lines, whole) = match checked_trajectory(&run.dir, ep) {
+            Ok(lines) => (Ok(lines), true),
+            Err(damage) => {
+                warnings.push(format!("seed {}: {damage}", ep.seed));
+                unreadable += 1;
+                (run.trajectory(ep.seed).map_err(|e| e.to_string()), false)
+            }
+        };
+        if ep.termination != Termination::Error && whole {
             if let Ok(lines) = &lines {
                 progress.push(episode_progress(lines, ep));
             }
@@ -431,6 +441,7 @@ pub fn build_report_with(
         warnings,
         shown,
         episodes: run.episodes.len(),
+        unreadable,
     }
 }
 

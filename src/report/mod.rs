@@ -16,3 +16,4 @@ pub mod sft;
 pub mod spend;
 pub mod stats;
 pub mod svg;
+pub mod validate;

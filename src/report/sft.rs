@@ -19,6 +19,7 @@ use crate::results::frames::{step_of_rel, FrameError, FrameHashKind, FrameReader
 
 use crate::results::run::RunData;
 use crate::results::summary::ReadError;
+use crate::results::verify::checked_trajectory;
 
 /// Which episodes and turns become rows.
 #[derive(Clone, Debug, Default)]
@@ -55,6 +56,9 @@ pub struct SftStats {
     pub episodes_filtered: usize,
     /// Unfinished episodes (no episode.json) left out.
     pub episodes_unfinished: usize,
+    /// Complete episodes left out because their trajectory is missing, unreadable or does not
+    /// have the lines their `episode.json` counts (`results::verify`).
+    pub episodes_unreadable: usize,
     /// Turns whose model call failed (trajectory lines with `error`).
     pub error_turns: usize,
     /// Turns where the model said nothing (no text, no tool call).
@@ -280,7 +284,17 @@ pub fn export_run_with(
             stats.episodes_filtered += 1;
             continue;
         }
-        let trajectory = run.trajectory(ep.seed)?;
+        let trajectory = match checked_trajectory(&run.dir, ep) {
+            Ok(t) => t,
+            Err(damage) => {
+                warnings.push(format!(
+                    "{damage} (seed {} left out of the export)",
+                    ep.seed
+                ));
+                stats.episodes_unreadable += 1;
+                continue;
+            }
+        };
         let mut cumulative: Vec<String> = Vec::new();
         let mut contributed = false;
         for (i, t) in trajectory.iter().enumerate() {

@@ -22,9 +22,15 @@ pub fn is_run_dir(dir: &Path) -> bool {
 /// sub-folders that are run folders (symbolic links skipped), sorted by name. A missing path
 /// or a path that is not a folder is an error naming it.
 pub fn find_runs(dir: &Path) -> Result<Vec<PathBuf>, ReadError> {
-    let meta = std::fs::metadata(dir).map_err(|source| ReadError::Io {
-        path: dir.display().to_string(),
-        source,
+    let meta = std::fs::metadata(dir).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => super::run::missing(
+            dir,
+            "no such folder: pass a run folder or a folder of runs (results/)",
+        ),
+        _ => ReadError::Io {
+            path: dir.display().to_string(),
+            source,
+        },
     })?;
     if !meta.is_dir() {
         return Err(ReadError::Corrupt {
@@ -42,6 +48,8 @@ pub fn find_runs(dir: &Path) -> Result<Vec<PathBuf>, ReadError> {
     let mut out: Vec<PathBuf> = entries
         .flatten()
         .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        // Hidden folders are work in progress (a merge's `.<run>.merge-tmp`), never runs.
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .filter(|p| is_run_dir(p))
         .collect();

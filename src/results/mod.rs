@@ -10,3 +10,4 @@ pub mod metrics;
 pub mod run;
 pub mod store;
 pub mod summary;
+pub mod verify;

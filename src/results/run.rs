@@ -125,14 +125,48 @@ fn io(path: &Path, source: std::io::Error) -> ReadError {
     }
 }
 
+/// What `open_run` says of a path that does not exist.
+pub const MISSING_RUN: &str =
+    "no such folder: pass a run folder written by `vlm-eval run` (results/<run>, named <model>_<settings> unless --run-name was given)";
+
+/// The error for a path that does not exist (`message`: what is missing and what to pass).
+pub fn missing(path: &Path, message: &str) -> ReadError {
+    ReadError::Missing {
+        path: path.display().to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// Why a run folder has no finished episode: its episodes are still playing (a `vlm-eval run`
+/// holds it), or they were interrupted, or none was started.
+fn not_ready(dir: &Path, unfinished: usize) -> ReadError {
+    let state = match (super::lock::holder(dir), unfinished) {
+        (Some(h), 0) => {
+            format!("0 playing: the run has just started ({h}); try again once an episode has finished")
+        }
+        (Some(h), n) => format!(
+            "{n} playing: `vlm-eval run` is still writing it ({h}); try again once an episode has finished"
+        ),
+        (None, 0) => {
+            "no episode was started: rerun the same `vlm-eval run` command to play them".to_string()
+        }
+        (None, n) => format!(
+            "{n} unfinished, interrupted: rerun the same `vlm-eval run` command to resume them"
+        ),
+    };
+    ReadError::NotReady {
+        path: dir.display().to_string(),
+        state,
+    }
+}
+
 /// Open a run folder: `run.json` must exist and parse; every `episode.json` must parse.
-/// A folder with no complete episode is an error (there is nothing to read).
+/// A missing folder ([`ReadError::Missing`]), a run with no finished episode yet
+/// ([`ReadError::NotReady`]: still playing, or interrupted) and a corrupt file
+/// ([`ReadError::Corrupt`]) are different errors, each one line naming the path.
 pub fn open_run(dir: &Path) -> Result<RunData, ReadError> {
     if !dir.exists() {
-        return Err(corrupt(
-            dir,
-            "no such folder: pass a run folder written by `vlm-eval run` (results/<run>)",
-        ));
+        return Err(missing(dir, MISSING_RUN));
     }
     if !dir.is_dir() {
         return Err(corrupt(
@@ -158,8 +192,7 @@ pub fn open_run(dir: &Path) -> Result<RunData, ReadError> {
     }
     let episodes = super::summary::read_episodes(dir)?;
     let mut incomplete = Vec::new();
-    let eps_dir = dir.join("episodes");
-    if let Ok(entries) = std::fs::read_dir(&eps_dir) {
+    if let Ok(entries) = std::fs::read_dir(dir.join("episodes")) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(seed) = name
@@ -175,15 +208,7 @@ pub fn open_run(dir: &Path) -> Result<RunData, ReadError> {
     }
     incomplete.sort_unstable();
     if episodes.is_empty() {
-        let why = if incomplete.is_empty() {
-            "has no episodes".to_string()
-        } else {
-            format!(
-                "has no complete episode ({} unfinished: rerun the same command to resume)",
-                incomplete.len()
-            )
-        };
-        return Err(corrupt(&eps_dir, why));
+        return Err(not_ready(dir, incomplete.len()));
     }
     Ok(RunData {
         dir: dir.to_path_buf(),
@@ -269,6 +294,7 @@ mod tests {
         let d = tmp("bad");
         let e = open_run(&d.join("nope")).unwrap_err().to_string();
         assert!(e.contains("nope") && e.contains("no such folder"), "{e}");
+        assert!(!e.contains("corrupt"), "{e}");
         let e = open_run(&d).unwrap_err().to_string();
         assert!(
             e.contains("run.json") && e.contains("not a run folder"),
@@ -284,9 +310,10 @@ mod tests {
         std::fs::create_dir_all(d.join("episodes/seed_3")).unwrap();
         let e = open_run(&d).unwrap_err().to_string();
         assert!(
-            e.contains("no complete episode") && e.contains("1 unfinished"),
+            e.contains("no finished episode yet (1 unfinished, interrupted"),
             "{e}"
         );
+        assert!(!e.contains("corrupt"), "{e}");
         std::fs::write(d.join("episodes/seed_3/episode.json"), "[1,").unwrap();
         let e = open_run(&d).unwrap_err().to_string();
         assert!(e.contains("seed_3") && e.contains("episode.json"), "{e}");

@@ -53,21 +53,31 @@ pub fn check_path_component(name: &str) -> Result<(), String> {
     ))
 }
 
-/// Write a file atomically: a temporary file in the same folder, flushed, then renamed.
+/// Write a file atomically: a temporary file in the same folder, flushed, then renamed. On any
+/// failure (a full disk, a file-size limit, a rename refused) the temporary file is removed, so
+/// nothing but the old file (or no file) is left.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     fs::create_dir_all(dir).map_err(io(dir))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    {
+    let written = (|| {
         let mut f = File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
+        f.write_all(bytes).map_err(io(path))?;
+        f.sync_all().map_err(io(path))?;
+        drop(f);
+        fs::rename(&tmp, path).map_err(io(path))
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
-    fs::rename(&tmp, path).map_err(io(path))
+    written
 }
 
 /// Serialise to pretty JSON and write atomically.
@@ -286,6 +296,27 @@ impl EpisodeWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temporary_file() {
+        let d = std::env::temp_dir().join(format!("vlm-eval-atomic-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        // The rename fails: the target is a folder that is not empty.
+        let target = d.join("run.json");
+        fs::create_dir_all(target.join("x")).unwrap();
+        let e = write_atomic(&target, b"{}").unwrap_err().to_string();
+        assert!(e.contains("run.json"), "{e}");
+        let left: Vec<String> = fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["run.json"], "a temporary file was left behind");
+        // And a write that works leaves only the file.
+        write_atomic(&d.join("a.json"), b"{}").unwrap();
+        assert_eq!(fs::read(d.join("a.json")).unwrap(), b"{}");
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 2);
+        let _ = fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn path_components() {

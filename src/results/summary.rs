@@ -23,6 +23,20 @@ pub enum ReadError {
     /// A file is not what it should be.
     #[error("{path} is corrupt or from an incompatible version: {message}")]
     Corrupt { path: String, message: String },
+    /// The path does not exist (`message`: "no such folder: " and what to pass instead).
+    #[error("{path}: {message}")]
+    Missing { path: String, message: String },
+    /// A value that is out of its range or contradicts another (`field` names it).
+    #[error("{path}: {field} {message}")]
+    Invalid {
+        path: String,
+        field: String,
+        message: String,
+    },
+    /// A run folder with no finished episode yet: still playing, or interrupted before one
+    /// finished (`state` says which and what to do).
+    #[error("{path} has no finished episode yet ({state})")]
+    NotReady { path: String, state: String },
     /// Writing a summary failed.
     #[error("cannot write {path}: {message}")]
     Write { path: String, message: String },
@@ -55,6 +69,21 @@ pub fn read_episodes(run: &Path) -> Result<Vec<EpisodeResult>, ReadError> {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
+        let folder = entry.file_name().to_string_lossy().into_owned();
+        if let Some(s) = folder
+            .strip_prefix("seed_")
+            .and_then(|s| s.parse::<i64>().ok())
+        {
+            if s != ep.seed {
+                return Err(ReadError::Corrupt {
+                    path: path.display().to_string(),
+                    message: format!(
+                        "it records seed {}, but its folder is {folder}: the folder was renamed or the file copied from another episode; delete the folder and rerun the run's command to play seed {s} again",
+                        ep.seed
+                    ),
+                });
+            }
+        }
         out.push(ep);
     }
     out.sort_by_key(|e| e.seed);

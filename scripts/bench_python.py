@@ -2,6 +2,7 @@
 """Speed of the Python package beside Python crafter 1.8.3 and the Rust engine, in ONE run.
 
   .venv-pypkg/bin/python scripts/bench_python.py [--sizes 64 256] [--memory-steps 1000000]
+  .venv-pypkg/bin/python scripts/bench_python.py --sizes 64 --make-vec-only   # item 6's figures
 
 Every contender plays crafter's default env (area 64x64, view 9x9, length 10 000) from seed 0
 with random actions from `numpy.random.RandomState(0).randint(0, 17)`, resetting when an
@@ -11,6 +12,9 @@ do). Contenders, per frame size:
   - our single `vlmcrafter.crafter.Env` through Python, `--steps` steps;
   - `VectorEnv(64)` (threads=None: every core), env-steps/s over `--steps` env-steps, with its
     next_step autoresets;
+  - `gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=64)` (the native vector env through
+    gymnasium's registry) in `NEXT_STEP` and in `SAME_STEP` autoreset, `--repeats` runs of each
+    interleaved (the median is reported: the two modes see the same machine noise);
   - the Rust engine alone: `vlm-eval bench env --json` (one thread, no Python);
   - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, only
     those calls timed.
@@ -31,6 +35,7 @@ import time
 import numpy as np
 
 import crafter
+import gymnasium
 import vlmcrafter
 from vlmcrafter import crafter as vc
 
@@ -86,6 +91,36 @@ def play_vector(n, size, env_steps):
     return rate, ends
 
 
+def play_make_vec(n, size, env_steps, mode):
+    """env-steps/s of `gymnasium.make_vec(ID, num_envs=n, autoreset_mode=mode)`, random actions
+    (a fresh array per step, as a policy gives), autoresets included; returns (rate, ends)."""
+    env = gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
+                             size=(size, size), textures=ASSETS)
+    calls = max(1, env_steps // n)
+    acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
+    t0 = time.perf_counter()
+    env.reset(seed=0)
+    ends = 0
+    for row in acts:
+        _, _, terminated, truncated, _ = env.step(row)
+        ends += int(terminated.sum() + truncated.sum())
+    rate = calls * n / (time.perf_counter() - t0)
+    env.close()
+    return rate, ends
+
+
+def make_vec_modes(n, size, env_steps, repeats):
+    """NEXT_STEP and SAME_STEP, `repeats` runs each, interleaved; the medians."""
+    rates = {"NEXT_STEP": [], "SAME_STEP": []}
+    for _ in range(repeats):
+        for mode in rates:
+            rate, ends = play_make_vec(n, size, env_steps, mode)
+            rates[mode].append(rate)
+            print(f"[{size} px] make_vec({n}, {mode}): {rate:,.0f} env-steps/s ({ends} episode ends)",
+                  flush=True)
+    return {mode: float(np.median(r)) for mode, r in rates.items()}, rates
+
+
 def rust_engine(size, steps):
     binary = os.environ.get("VLM_EVAL", str(ROOT / "target" / "release" / "vlm-eval"))
     out = subprocess.run([binary, "bench", "env", "--steps", str(steps), "--size", str(size),
@@ -139,6 +174,9 @@ def main():
                    help="our steps per contender at 64 px (scaled by (64/size)^2 at other sizes)")
     p.add_argument("--text-steps", type=int, default=20_000, help="text() calls per size")
     p.add_argument("--vector-n", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3, help="runs of each make_vec autoreset mode")
+    p.add_argument("--make-vec-only", action="store_true",
+                   help="only Python crafter and make_vec in both autoreset modes (item 6)")
     p.add_argument("--memory-steps", type=int, default=0, help="VectorEnv.step calls (0: skip)")
     p.add_argument("--memory-n", type=int, default=64)
     p.add_argument("--memory-only", action="store_true", help="run only the memory check")
@@ -169,6 +207,12 @@ def main():
         r["python_crafter"] = py_rate
         print(f"[{size} px] Python crafter: {py_rate:,.1f} steps/s ({py_resets} episodes)",
               flush=True)
+        medians, runs = make_vec_modes(args.vector_n, size, steps, args.repeats)
+        r["make_vec_next_step"], r["make_vec_same_step"] = medians["NEXT_STEP"], medians["SAME_STEP"]
+        r["make_vec_runs"] = runs
+        if args.make_vec_only:
+            results["sizes"][size] = r
+            continue
         single, resets = play(vc.Env(seed=0, size=(size, size), textures=ASSETS), steps)
         r["single"] = single
         print(f"[{size} px] vlmcrafter Env: {single:,.0f} steps/s ({resets} episodes)", flush=True)
@@ -188,6 +232,12 @@ def main():
     results["load_end"] = os.getloadavg()[0]
     if args.text_only:
         return 0
+    if args.make_vec_only:
+        print_make_vec(args, results)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+        return 0
     if args.memory_steps:
         results["memory"] = memory_check(args.memory_n, args.memory_steps, args.sizes[0])
 
@@ -203,6 +253,7 @@ def main():
     row("ratio to Python crafter (target ≥ 100×)", lambda r: f"**{r['single'] / r['python_crafter']:,.0f}×**")
     row(f"`VectorEnv({args.vector_n})` (env-steps/s)", lambda r: f"{r['vector']:,.0f}")
     row("ratio to Python crafter (target ≥ 250×)", lambda r: f"**{r['vector'] / r['python_crafter']:,.0f}×**")
+    make_vec_rows(args, row)
     row("Rust engine, `bench env`, one thread (steps/s)", lambda r: f"{r['rust_engine']:,.0f}")
     row("Rust engine / VectorEnv (target ≤ 1.3)", lambda r: f"**{r['rust_engine'] / r['vector']:.2f}**")
     row("`Env` through Python / Rust engine", lambda r: f"{r['single'] / r['rust_engine']:.2f}")
@@ -218,6 +269,33 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+
+
+def make_vec_rows(args, row):
+    n = args.vector_n
+    row(f"`make_vec(ID, num_envs={n})`, NEXT_STEP (env-steps/s, median of {args.repeats})",
+        lambda r: f"{r['make_vec_next_step']:,.0f}")
+    row("ratio to Python crafter (target ≥ 600×)",
+        lambda r: f"**{r['make_vec_next_step'] / r['python_crafter']:,.0f}×**")
+    row(f"`make_vec(ID, num_envs={n})`, SAME_STEP (env-steps/s, median of {args.repeats})",
+        lambda r: f"{r['make_vec_same_step']:,.0f}")
+    row("ratio to Python crafter", lambda r: f"**{r['make_vec_same_step'] / r['python_crafter']:,.0f}×**")
+    row("SAME_STEP / NEXT_STEP (target ≥ 0.90)",
+        lambda r: f"**{r['make_vec_same_step'] / r['make_vec_next_step']:.3f}**")
+
+
+def print_make_vec(args, results):
+    print()
+    print(f"| measurement | " + " | ".join(f"{s} px" for s in args.sizes) + " |")
+    print("|---|" + "---|" * len(args.sizes))
+
+    def row(name, fn):
+        print(f"| {name} | " + " | ".join(fn(results["sizes"][s]) for s in args.sizes) + " |")
+
+    row("Python crafter 1.8.3 (steps/s)", lambda r: f"{r['python_crafter']:,.1f}")
+    make_vec_rows(args, row)
+    print(f"\nload average: {results['load_start']:.1f} at the start, {results['load_end']:.1f} "
+          "at the end")
 
 
 if __name__ == "__main__":

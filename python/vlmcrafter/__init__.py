@@ -3,17 +3,20 @@
 ``from vlmcrafter import crafter`` gives a drop-in for ``crafter.Env`` (same constructor, frames,
 rewards and info, byte for byte) and ``crafter.VectorEnv``, n envs stepped in native threads
 into one preallocated frame array. When gymnasium (>= 1.0) is installed, importing this
-package registers the env id ``vlmcrafter/Crafter-v1`` (see :mod:`vlmcrafter.gym`).
+package registers the env id ``vlmcrafter/Crafter-v1``: ``gymnasium.make`` gives the single env
+(:mod:`vlmcrafter.gym`), ``gymnasium.make_vec(id, num_envs=n)`` the native ``VectorEnv``
+(:mod:`vlmcrafter.vector`; ``vectorization_mode="sync"`` gives gymnasium's ``SyncVectorEnv``).
 
 The wheel also installs the ``vlm-eval`` command (the native CLI).
 """
 
 from . import _native
 from . import crafter
+from . import vector
 
 __version__: str = _native.__version__
 
-__all__ = ["crafter", "__version__"]
+__all__ = ["crafter", "vector", "__version__"]
 
 
 def _register_gymnasium() -> None:
@@ -26,6 +29,7 @@ def _register_gymnasium() -> None:
         gymnasium.register(
             id=env_id,
             entry_point="vlmcrafter.gym:CrafterEnv",
+            vector_entry_point="vlmcrafter.vector:make_vec_env",
             max_episode_steps=None,
         )
 

@@ -36,11 +36,3 @@ else:
         """A MultiDiscrete stand-in (namedtuple with ``nvec``)."""
         return MultiDiscreteSpace(np.asarray(nvec, dtype=np.int64))
 
-
-def next_step_mode():
-    """gymnasium's ``AutoresetMode.NEXT_STEP`` when importable, else its value ``"NextStep"``."""
-    try:
-        from gymnasium.vector import AutoresetMode
-    except ImportError:
-        return "NextStep"
-    return AutoresetMode.NEXT_STEP

@@ -1,4 +1,5 @@
-"""A drop-in for ``crafter`` 1.8.3's ``Env``, plus a vectorised env.
+"""A drop-in for ``crafter`` 1.8.3's ``Env``, plus a vectorised env (``VectorEnv``, from
+:mod:`vlmcrafter.vector`).
 
 ``from vlmcrafter import crafter`` instead of ``import crafter``: ``crafter.Env`` takes the same
 arguments and gives, for the same seed and actions, the same frames byte for byte, the same
@@ -21,7 +22,7 @@ import os
 import numpy as np
 
 from . import _native
-from ._spaces import BaseClass, BoxSpace, DiscreteSpace, multi_discrete, next_step_mode
+from ._spaces import BaseClass, BoxSpace, DiscreteSpace
 
 __all__ = ["Env", "VectorEnv", "ACTION_NAMES", "ITEM_NAMES", "ACHIEVEMENT_NAMES"]
 
@@ -251,178 +252,5 @@ class Env(BaseClass):
         )
 
 
-def _vector_seeds(n, seed):
-    if seed is None:
-        return [_draw_seed() for _ in range(n)]
-    if isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-        return [int(seed) + i for i in range(n)]
-    if isinstance(seed, (str, bytes)) or not hasattr(seed, "__len__"):
-        raise TypeError(f"seed must be an int, a sequence of n seeds, or None; not {type(seed).__name__}")
-    seeds = list(seed)
-    if len(seeds) != n:
-        raise ValueError(f"seed has {len(seeds)} values for n={n} envs: give one per env")
-    return [_draw_seed() if s is None else s for s in seeds]
-
-
-class VectorEnv:
-    """``n`` Crafter envs stepped together in native threads, with the GIL released.
-
-    Args:
-        n: number of envs (at least 1).
-        area, view, size, reward, length, textures, fetch: as for :class:`Env`, shared by all.
-        seed: an int (env ``i`` uses ``seed + i``), a sequence of ``n`` seeds (env ``i`` uses
-            ``seed[i]``; a None in it is drawn), or None (each env's drawn as crafter draws).
-        threads: worker threads, 1..min(n, 256); None uses the available cores (at most n).
-
-    Env ``i`` plays exactly the episodes a single :class:`Env` with its seed plays: the same
-    frames, rewards and states byte for byte.
-
-    Frames are written into ONE preallocated uint8 array ``(n, H, W, 3)`` owned by the env:
-    ``reset()`` and every ``step()`` return that same array object, overwritten in place (copy
-    it to keep a frame). Rewards, flags and infos are fresh arrays each step.
-
-    ``step(actions)`` returns ``(obs, rewards, terminated, truncated, infos)``: ``rewards``
-    float32 ``(n,)``, ``terminated`` bool ``(n,)`` (the player died: crafter's discount 0),
-    ``truncated`` bool ``(n,)`` (``length`` reached alive), and ``infos`` a dict of arrays:
-    ``discount`` float32 ``(n,)``, ``player_pos`` int64 ``(n, 2)``, ``inventory`` int32
-    ``(n, 16)`` (columns named by :attr:`inventory_names`) and ``achievements`` int32
-    ``(n, 22)`` (columns named by :attr:`achievement_names`).
-
-    Autoreset follows gymnasium 1.x's ``next_step`` mode (``autoreset_mode``): after an env's
-    episode ends, its NEXT ``step`` ignores its action, resets it and returns the new episode's
-    first frame with reward 0, terminated and truncated False, and the new episode's infos.
-
-    Pickling keeps the constructor arguments, every env's seed and episode count; an unpickled
-    vector env needs ``reset()``.
-    """
-
-    #: gymnasium 1.x's autoreset mode this env follows.
-    autoreset_mode = next_step_mode()
-    metadata = {"autoreset_mode": autoreset_mode, "render_modes": []}
-    #: Column names of ``infos["inventory"]``.
-    inventory_names = ITEM_NAMES
-    #: Column names of ``infos["achievements"]``.
-    achievement_names = ACHIEVEMENT_NAMES
-    #: crafter's action names, by id.
-    action_names = ACTION_NAMES
-
-    def __init__(
-        self,
-        n,
-        area=(64, 64),
-        view=(9, 9),
-        size=(64, 64),
-        reward=True,
-        length=10000,
-        seed=None,
-        *,
-        threads=None,
-        textures=None,
-        fetch=True,
-    ):
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (numbers.Integral, np.integer)):
-            raise TypeError(f"n must be an int (the number of envs), not {type(n).__name__}")
-        n = int(n)
-        if n <= 0:
-            raise ValueError(f"n={n}: a VectorEnv needs at least one env")
-        if threads is not None:
-            if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (numbers.Integral, np.integer)):
-                raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
-            threads = int(threads)
-        self.num_envs = n
-        self._seeds = _vector_seeds(n, seed)
-        view_pair = _pair("view", view, True)
-        size_pair = _pair("size", size, True)
-        self._kwargs = dict(
-            area=area,
-            view=view_pair,
-            size=size_pair,
-            reward=reward,
-            length=length,
-            threads=threads,
-            textures=textures,
-            fetch=bool(fetch),
-        )
-        self._core = _native.VectorEnv(
-            [_engine_seed(s) for s in self._seeds],
-            _pair("area", area, False),
-            view_pair,
-            size_pair,
-            bool(reward),
-            _length(length),
-            threads,
-            _textures_arg(textures),
-            _crafter_assets_hint() if textures is None else None,
-            bool(fetch),
-        )
-        self._obs = self._core.obs
-        width, height = size_pair
-        self.single_observation_space = BoxSpace(0, 255, (height, width, 3), np.uint8)
-        self.single_action_space = DiscreteSpace(len(ACTION_NAMES))
-        self.observation_space = BoxSpace(0, 255, (n, height, width, 3), np.uint8)
-        self.action_space = multi_discrete([len(ACTION_NAMES)] * n)
-
-    @property
-    def threads(self):
-        """Worker threads stepping the envs."""
-        return self._core.threads
-
-    @property
-    def seeds(self):
-        """Each env's seed."""
-        return list(self._seeds)
-
-    @property
-    def obs(self):
-        """The frame buffer ``(n, H, W, 3)`` (the array ``reset`` and ``step`` return)."""
-        return self._obs
-
-    def reset(self):
-        """Start every env's next episode; returns the frame buffer ``(n, H, W, 3)``."""
-        return self._core.reset()
-
-    def step(self, actions):
-        """Step env ``i`` with ``actions[i]`` (ints 0..16, any int array-like of length n);
-        returns ``(obs, rewards, terminated, truncated, infos)`` (see the class doc)."""
-        a = np.asarray(actions)
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"actions must be ints 0..16, got an array of {a.dtype}")
-        if a.shape != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},), one per env; got {a.shape}")
-        if a.dtype != np.int64:
-            if a.dtype.kind == "u" and a.size and a.max() > 16:
-                raise ValueError(f"action {int(a.max())} is out of range: crafter's actions are ids 0..16")
-            a = a.astype(np.int64)
-        rewards, terminated, truncated, infos = self._core.step(a)
-        return self._obs, rewards, terminated, truncated, infos
-
-    def text(self, index, fmt="state"):
-        """The text observation (``"state"`` or ``"balrog"``) of env ``index``'s current state."""
-        return self._core.text(index, fmt)
-
-    @property
-    def episodes(self):
-        """Episodes started so far by each env."""
-        return self._core.episodes
-
-    def close(self):
-        """Stop the worker threads and free the envs; stepping afterwards is a RuntimeError."""
-        self._core.close()
-
-    def __len__(self):
-        return self.num_envs
-
-    def __getstate__(self):
-        return {"n": self.num_envs, "seeds": list(self._seeds), "kwargs": dict(self._kwargs), "episodes": self._core.episodes}
-
-    def __setstate__(self, state):
-        self.__init__(state["n"], seed=state["seeds"], **state["kwargs"])
-        self._core.episodes = state["episodes"]
-
-    def __repr__(self):
-        k = self._kwargs
-        return (
-            f"vlmcrafter.crafter.VectorEnv({self.num_envs}, area={tuple(k['area'])!r}, view={k['view']!r}, "
-            f"size={k['size']!r}, reward={k['reward']!r}, length={k['length']!r}, "
-            f"seed={self._seeds[0]!r}..., threads={self.threads})"
-        )
+# The vector env lives in vector.py (it needs the helpers above); it is this module's VectorEnv too.
+from .vector import VectorEnv  # noqa: E402

@@ -63,9 +63,13 @@ def test_pickle_round_trip_or_clear_refusal(make):
     copy = pickle.loads(data)
     assert type(copy) is type(env)
     fresh = make()
-    first = fresh.reset()
-    got = copy.reset()
+
+    def frames(reset):  # Env.reset gives the frame, VectorEnv.reset (obs, infos)
+        return reset[0] if isinstance(reset, tuple) else reset
+
+    first = frames(fresh.reset())
+    got = frames(copy.reset())
     if got.tobytes() != first.tobytes():
         # Restored with its episode counter: the copy's next reset is the original's next one.
-        want = env.reset()
+        want = frames(env.reset())
         assert_same_frame(np.asarray(want), np.asarray(got), "unpickled env's reset")

@@ -1,5 +1,6 @@
 """`crafter.VectorEnv`: each sub-env equals a single `Env` on its seed byte for byte, across
-gymnasium 1.x `next_step` autoresets; the frame buffer is one array reused every step.
+gymnasium 1.x `next_step` autoresets; the frame buffer is one array reused every step. (The
+gymnasium side, the other autoreset modes and gymnasium's wrappers: test_vector_gym.py.)
 """
 import tracemalloc
 
@@ -13,7 +14,8 @@ from vlmcrafter import crafter as vc
 def check_against_singles(venv, envs, steps, action_seed):
     """Step `venv` and the single envs side by side; returns the number of autoresets seen."""
     n = len(envs)
-    obs = venv.reset()
+    obs, infos = venv.reset()
+    assert infos["achievements"].shape == (n, len(venv.achievement_names))
     firsts = [env.reset() for env in envs]
     assert isinstance(obs, np.ndarray) and obs.dtype == np.uint8
     assert obs.shape == (n,) + firsts[0].shape
@@ -27,7 +29,7 @@ def check_against_singles(venv, envs, steps, action_seed):
     for t in range(steps):
         actions = rng.randint(0, 17, size=n)
         obs, rewards, terminated, truncated, infos = venv.step(actions)
-        assert rewards.dtype == np.float32 and rewards.shape == (n,)
+        assert rewards.dtype == np.float64 and rewards.shape == (n,)
         assert terminated.dtype == np.bool_ and terminated.shape == (n,)
         assert truncated.dtype == np.bool_ and truncated.shape == (n,)
         assert infos["player_pos"].shape == (n, 2)
@@ -44,11 +46,12 @@ def check_against_singles(venv, envs, steps, action_seed):
                 continue
             frame, reward, done, info = env.step(int(actions[i]))
             assert_same_frame(frame, obs[i], here)
-            assert rewards[i] == np.float32(reward), f"{here}: reward {rewards[i]} vs {reward}"
+            assert rewards[i] == reward, f"{here}: reward {rewards[i]} vs {reward}"
             dead = info["discount"] == 0
             assert terminated[i] == (done and dead), f"{here}: terminated {terminated[i]}"
             assert truncated[i] == (done and not dead), f"{here}: truncated {truncated[i]}"
             assert infos["discount"][i] == info["discount"], here
+            assert infos["reward"][i] == info["reward"], here
             assert tuple(infos["player_pos"][i]) == tuple(info["player_pos"]), here
             assert list(infos["inventory"][i]) == [info["inventory"][k] for k in inv_names], here
             assert (list(infos["achievements"][i])
@@ -81,7 +84,7 @@ def test_thread_count_does_not_change_results():
     runs = []
     for threads in (1, 2, 3):
         venv = vc.VectorEnv(6, seed=SEEDS[1], length=20, threads=threads)
-        first = venv.reset().copy()
+        first = venv.reset()[0].copy()
         rng = np.random.RandomState(1)
         frames = []
         for _ in range(60):
@@ -119,7 +122,7 @@ def test_next_step_autoreset_ignores_the_action():
 
 def test_obs_buffer_is_reused():
     venv = vc.VectorEnv(3, seed=SEEDS[0])
-    from_reset = venv.reset()
+    from_reset, _ = venv.reset()
     rng = np.random.RandomState(0)
     obs = venv.step(rng.randint(0, 17, size=3))[0]
     assert np.shares_memory(obs, from_reset)
@@ -127,7 +130,7 @@ def test_obs_buffer_is_reused():
         again = venv.step(rng.randint(0, 17, size=3))[0]
         assert again is obs
     assert obs.flags.c_contiguous and obs.dtype == np.uint8
-    assert venv.reset() is obs or np.shares_memory(venv.reset(), obs)
+    assert venv.reset()[0] is obs
 
 
 def test_no_allocation_per_step():

@@ -7,6 +7,7 @@ mod reply;
 mod single;
 mod textures;
 mod vector;
+mod vector_info;
 
 use pyo3::prelude::*;
 use vlm_eval_crafter::{ACHIEVEMENT_NAMES, ACTION_NAMES, ITEM_NAMES};

@@ -1,48 +1,129 @@
 //! `_native.VectorEnv`: n envs stepped in native threads with the GIL released, frames written
-//! into one preallocated `(n, H, W, 3)` array, gymnasium 1.x `next_step` autoreset.
+//! into one preallocated `(n, H, W, 3)` array, gymnasium 1.x's three autoreset modes
+//! (next-step, same-step with the ended episodes' last frames and states kept, disabled with
+//! masked resets) and per-env reseeding.
+
+use std::sync::Arc;
 
 use numpy::{PyArray1, PyArray2, PyArray4, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
-use vlm_eval_crafter::rules::{Action, N_ACHIEVEMENTS, N_ITEMS};
-use vlm_eval_crafter::world::PLAYER;
-use vlm_eval_crafter::Env as Engine;
+use vlm_eval_crafter::rules::Action;
+use vlm_eval_crafter::{Env as Engine, EnvConfig, TextureSet};
 
 use crate::convert;
 use crate::textures;
+use crate::vector_info::{self, State};
 
 /// The most worker threads a vector env may use.
 const MAX_THREADS: usize = 256;
 
+/// gymnasium 1.x's autoreset modes (`AutoresetMode`'s values name them in Python).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Autoreset {
+    /// The step after an episode ends resets the env (its action ignored).
+    NextStep,
+    /// The step that ends an episode resets the env at once; its last frame and state are kept.
+    SameStep,
+    /// No autoreset: the caller resets ended envs with a mask.
+    Disabled,
+}
+
+impl Autoreset {
+    fn parse(value: &str) -> PyResult<Autoreset> {
+        match value {
+            "NextStep" => Ok(Autoreset::NextStep),
+            "SameStep" => Ok(Autoreset::SameStep),
+            "Disabled" => Ok(Autoreset::Disabled),
+            other => Err(PyValueError::new_err(format!(
+                "unknown autoreset mode {other:?}: use \"NextStep\", \"SameStep\" or \"Disabled\""
+            ))),
+        }
+    }
+}
+
+/// An ended episode's last frame and state (same-step autoreset).
+struct Final {
+    frame: Vec<u8>,
+    state: State,
+}
+
 /// One sub-env and what its last step gave.
 struct Slot {
     engine: Engine,
-    /// The episode ended on the last step: the next step resets it.
+    /// The episode ended on the last step: the next step resets it (next-step autoreset), or
+    /// stepping is refused until a masked reset (autoreset disabled).
     pending_reset: bool,
-    reward: f32,
+    /// The reward `step` returns (0.0 when the env hides rewards).
+    reward: f64,
+    /// The step's real reward, for `infos["reward"]` (0.0 after a reset).
+    info_reward: f64,
     terminated: bool,
     truncated: bool,
+    /// Same-step autoreset: the episode ended on this step and `last` holds its end.
+    ended: bool,
+    last: Option<Box<Final>>,
 }
 
 impl Slot {
+    fn new(engine: Engine) -> Slot {
+        Slot {
+            engine,
+            pending_reset: false,
+            reward: 0.0,
+            info_reward: 0.0,
+            terminated: false,
+            truncated: false,
+            ended: false,
+            last: None,
+        }
+    }
+
     /// Reset or step this sub-env, rendering its frame straight into `out` (its slot of the
-    /// shared array: no per-step copy).
-    fn advance(&mut self, action: Action, reward_on: bool, out: &mut [u8]) {
+    /// shared array: no per-step copy). `None`: this env sits this call out.
+    fn advance(
+        &mut self,
+        action: Option<Action>,
+        mode: Autoreset,
+        reward_on: bool,
+        out: &mut [u8],
+    ) {
+        let Some(action) = action else { return };
+        self.ended = false;
         if self.pending_reset {
             self.engine.reset_into(out);
             self.pending_reset = false;
             self.reward = 0.0;
+            self.info_reward = 0.0;
             self.terminated = false;
             self.truncated = false;
             return;
         }
         let step = self.engine.step_into(action, out);
-        self.reward = if reward_on { step.reward as f32 } else { 0.0 };
+        self.info_reward = step.reward;
+        self.reward = if reward_on { step.reward } else { 0.0 };
         self.terminated = step.dead;
         self.truncated = step.done && !step.dead;
-        self.pending_reset = step.done;
+        if mode != Autoreset::SameStep {
+            self.pending_reset = step.done;
+            return;
+        }
+        if step.done {
+            let state = State::of(&self.engine, step.reward);
+            let last = self.last.get_or_insert_with(|| {
+                Box::new(Final {
+                    frame: vec![0; out.len()],
+                    state,
+                })
+            });
+            last.frame.copy_from_slice(out);
+            last.state = state;
+            self.engine.reset_into(out);
+            self.info_reward = 0.0;
+            self.ended = true;
+        }
     }
 }
 
@@ -59,6 +140,10 @@ pub struct VectorEnv {
     obs: Py<PyArray4<u8>>,
     frame_len: usize,
     reward: bool,
+    mode: Autoreset,
+    /// The shared settings and textures, to make a sub-env anew when it is reseeded.
+    cfg: EnvConfig,
+    textures: Arc<TextureSet>,
     pool: Option<rayon::ThreadPool>,
     threads: usize,
     started: bool,
@@ -66,10 +151,20 @@ pub struct VectorEnv {
     busy: bool,
 }
 
+/// What `step` returns: rewards, terminated, truncated, infos, and with same-step autoreset the
+/// ended envs' `(indices, last frames (k, H, W, 3), final infos)` (None when none ended).
+type StepResult<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<bool>>,
+    Bound<'py, PyArray1<bool>>,
+    Bound<'py, PyDict>,
+    Option<(Vec<usize>, Bound<'py, PyArray4<u8>>, Bound<'py, PyDict>)>,
+);
+
 #[pymethods]
 impl VectorEnv {
     #[new]
-    #[pyo3(signature = (seeds, area, view, size, reward, length, threads, textures = None, hint = None, fetch = true))]
+    #[pyo3(signature = (seeds, area, view, size, reward, length, threads, textures = None, hint = None, fetch = true, autoreset = "NextStep"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -83,7 +178,9 @@ impl VectorEnv {
         textures: Option<&str>,
         hint: Option<&str>,
         fetch: bool,
+        autoreset: &str,
     ) -> PyResult<VectorEnv> {
+        let mode = Autoreset::parse(autoreset)?;
         let n = seeds.len();
         if n == 0 {
             return Err(PyValueError::new_err(
@@ -110,13 +207,7 @@ impl VectorEnv {
         for seed in seeds {
             let mut c = cfg.clone();
             c.seed = seed;
-            slots.push(Slot {
-                engine: Engine::new(c, &set).map_err(convert::env_error)?,
-                pending_reset: false,
-                reward: 0.0,
-                terminated: false,
-                truncated: false,
-            });
+            slots.push(Slot::new(Engine::new(c, &set).map_err(convert::env_error)?));
         }
         let [w, h] = cfg.size;
         let obs = PyArray4::<u8>::zeros(py, [n, h, w, 3], false).unbind();
@@ -138,6 +229,9 @@ impl VectorEnv {
             obs,
             frame_len: w * h * 3,
             reward,
+            mode,
+            cfg,
+            textures: set,
             pool,
             threads,
             started: false,
@@ -163,31 +257,67 @@ impl VectorEnv {
         self.slots.len()
     }
 
-    /// Reset every env (each starts its next episode); returns the frame buffer.
-    fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray4<u8>>> {
+    /// Make env `index` anew with engine seed `seed` (its episode count back to 0): its next
+    /// reset starts episode 1 of that seed.
+    fn reseed(&mut self, index: usize, seed: i64) -> PyResult<()> {
         self.check_usable()?;
-        let noop = vec![Action::Noop; self.slots.len()];
-        for s in &mut self.slots {
-            s.pending_reset = true;
+        let n = self.slots.len();
+        let slot = self.slots.get_mut(index).ok_or_else(|| {
+            PyValueError::new_err(format!("env index {index} is out of range for {n} envs"))
+        })?;
+        let mut c = self.cfg.clone();
+        c.seed = seed;
+        *slot = Slot::new(Engine::new(c, &self.textures).map_err(convert::env_error)?);
+        Ok(())
+    }
+
+    /// Start the next episode of every env, or of the envs where `mask` is True (the others
+    /// keep their state and frame); returns the infos (masked as `mask`).
+    #[pyo3(signature = (mask = None))]
+    fn reset<'py>(
+        &mut self,
+        py: Python<'py>,
+        mask: Option<Vec<bool>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.check_usable()?;
+        let n = self.slots.len();
+        let mask = mask.unwrap_or_else(|| vec![true; n]);
+        if mask.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "reset mask has {} values for {n} envs: give one per env",
+                mask.len()
+            )));
         }
-        self.run(py, &noop)?;
+        if !self.started && !mask.iter().all(|&m| m) {
+            return Err(PyRuntimeError::new_err(
+                "a masked reset before the first reset(): reset every env first",
+            ));
+        }
+        let work: Vec<Option<Action>> = mask.iter().map(|&m| m.then_some(Action::Noop)).collect();
+        for (s, &m) in self.slots.iter_mut().zip(&mask) {
+            if m {
+                s.pending_reset = true;
+            }
+        }
+        self.run(py, &work)?;
         self.started = true;
-        Ok(self.obs.bind(py).clone())
+        let states: Vec<Option<State>> = self
+            .slots
+            .iter()
+            .zip(&mask)
+            .map(|(s, &m)| m.then(|| State::of(&s.engine, 0.0)))
+            .collect();
+        vector_info::infos(py, &states)
     }
 
     /// Step every env with `actions` (int64, length n); frames go into the buffer. Returns
-    /// `(rewards float32 (n,), terminated bool (n,), truncated bool (n,), infos)`.
-    #[allow(clippy::type_complexity)]
+    /// `(rewards float64 (n,), terminated bool (n,), truncated bool (n,), infos, ended)`, with
+    /// `ended` None or (same-step autoreset) `(indices, last frames, final infos)`.
     fn step<'py>(
         &mut self,
         py: Python<'py>,
         actions: PyReadonlyArray1<'py, i64>,
-    ) -> PyResult<(
-        Bound<'py, PyArray1<f32>>,
-        Bound<'py, PyArray1<bool>>,
-        Bound<'py, PyArray1<bool>>,
-        Bound<'py, PyDict>,
-    )> {
+    ) -> PyResult<StepResult<'py>> {
         self.check_usable()?;
         let n = self.slots.len();
         let ids = actions.as_slice()?;
@@ -197,53 +327,40 @@ impl VectorEnv {
                 ids.len()
             )));
         }
-        let actions: Vec<Action> = ids
+        let work: Vec<Option<Action>> = ids
             .iter()
-            .map(|&id| convert::action_id(id))
+            .map(|&id| convert::action_id(id).map(Some))
             .collect::<PyResult<_>>()?;
         if !self.started {
             return Err(PyRuntimeError::new_err(
                 "step() before reset(): call reset() first to start the episodes",
             ));
         }
-        self.run(py, &actions)?;
-        let rewards: Vec<f32> = self.slots.iter().map(|s| s.reward).collect();
+        if self.mode == Autoreset::Disabled {
+            let waiting: Vec<usize> = (0..n).filter(|&i| self.slots[i].pending_reset).collect();
+            if !waiting.is_empty() {
+                return Err(PyRuntimeError::new_err(format!(
+                    "envs {waiting:?} ended their episodes and autoreset is disabled: reset them first with reset(options={{\"reset_mask\": mask}})"
+                )));
+            }
+        }
+        self.run(py, &work)?;
+        let rewards: Vec<f64> = self.slots.iter().map(|s| s.reward).collect();
         let terminated: Vec<bool> = self.slots.iter().map(|s| s.terminated).collect();
         let truncated: Vec<bool> = self.slots.iter().map(|s| s.truncated).collect();
+        let states: Vec<Option<State>> = self
+            .slots
+            .iter()
+            .map(|s| Some(State::of(&s.engine, s.info_reward)))
+            .collect();
+        let infos = vector_info::infos(py, &states)?;
         Ok((
             PyArray1::from_vec(py, rewards),
             PyArray1::from_vec(py, terminated),
             PyArray1::from_vec(py, truncated),
-            self.infos(py)?,
+            infos,
+            self.ended(py)?,
         ))
-    }
-
-    /// Per-env state as arrays: `discount` float32 (n,), `player_pos` int64 (n, 2),
-    /// `inventory` int32 (n, 16), `achievements` int32 (n, 22).
-    fn infos<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let n = self.slots.len();
-        let mut discount = Vec::with_capacity(n);
-        let mut pos = Vec::with_capacity(n * 2);
-        let mut inventory = Vec::with_capacity(n * N_ITEMS);
-        let mut achievements = Vec::with_capacity(n * N_ACHIEVEMENTS);
-        for s in &self.slots {
-            let w = s.engine.world();
-            discount.push(if w.health(PLAYER) <= 0 { 0.0f32 } else { 1.0 });
-            let p = w.player_pos();
-            pos.extend([p[0] as i64, p[1] as i64]);
-            inventory.extend(w.player.inventory.iter().copied());
-            achievements.extend(w.player.achievements.iter().map(|&c| c as i32));
-        }
-        let k = convert::keys(py);
-        let infos = PyDict::new(py);
-        infos.set_item(k.discount.bind(py), PyArray1::from_vec(py, discount))?;
-        infos.set_item(k.player_pos.bind(py), reshape2(py, pos, n, 2)?)?;
-        infos.set_item(k.inventory.bind(py), reshape2(py, inventory, n, N_ITEMS)?)?;
-        infos.set_item(
-            k.achievements_key.bind(py),
-            reshape2(py, achievements, n, N_ACHIEVEMENTS)?,
-        )?;
-        Ok(infos)
     }
 
     /// Episodes started so far by each env.
@@ -267,7 +384,8 @@ impl VectorEnv {
         Ok(())
     }
 
-    /// Which envs reset on the next step (their episode ended on the last one).
+    /// Which envs reset on the next step (their episode ended on the last one) or, with
+    /// autoreset disabled, wait for a masked reset.
     #[getter]
     fn pending_reset(&self) -> Vec<bool> {
         self.slots.iter().map(|s| s.pending_reset).collect()
@@ -277,18 +395,14 @@ impl VectorEnv {
     #[pyo3(signature = (index, fmt = "state"))]
     fn text(&self, index: usize, fmt: &str) -> PyResult<String> {
         let format = convert::obs_format(fmt)?;
-        let slot = self.slots.get(index).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "env index {index} is out of range for {} envs",
-                self.slots.len()
-            ))
-        })?;
-        if !self.started {
-            return Err(PyRuntimeError::new_err(
-                "text() before reset(): call reset() first to start the episodes",
-            ));
-        }
+        let slot = self.started_slot(index, "text")?;
         Ok(vlm_eval_observe::observe(&slot.engine, format))
+    }
+
+    /// The semantic map of env `index`'s current state (as the single env's `info["semantic"]`).
+    fn semantic<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        let slot = self.started_slot(index, "semantic")?;
+        convert::semantic(py, &slot.engine)
     }
 
     /// Stop the worker threads; the env cannot step afterwards.
@@ -311,8 +425,50 @@ impl VectorEnv {
         Ok(())
     }
 
-    /// Advance every slot (reset if pending, else step) with the GIL released.
-    fn run(&mut self, py: Python<'_>, actions: &[Action]) -> PyResult<()> {
+    fn started_slot(&self, index: usize, what: &str) -> PyResult<&Slot> {
+        self.check_usable()?;
+        let slot = self.slots.get(index).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "env index {index} is out of range for {} envs",
+                self.slots.len()
+            ))
+        })?;
+        if !self.started {
+            return Err(PyRuntimeError::new_err(format!(
+                "{what}() before reset(): call reset() first to start the episodes"
+            )));
+        }
+        Ok(slot)
+    }
+
+    /// The envs whose episode ended on this step (same-step autoreset): their indices, last
+    /// frames `(k, H, W, 3)` and final infos (n-shaped, masked to them).
+    #[allow(clippy::type_complexity)]
+    fn ended<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Vec<usize>, Bound<'py, PyArray4<u8>>, Bound<'py, PyDict>)>> {
+        let idx: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].ended)
+            .collect();
+        if idx.is_empty() {
+            return Ok(None);
+        }
+        let [w, h] = self.cfg.size;
+        let mut frames = Vec::with_capacity(idx.len() * self.frame_len);
+        let mut states = vec![None; self.slots.len()];
+        for &i in &idx {
+            if let Some(last) = &self.slots[i].last {
+                frames.extend_from_slice(&last.frame);
+                states[i] = Some(last.state);
+            }
+        }
+        let frames = PyArray1::from_vec(py, frames).reshape([idx.len(), h, w, 3])?;
+        Ok(Some((idx, frames, vector_info::infos(py, &states)?)))
+    }
+
+    /// Advance the slots that have work (reset if pending, else step) with the GIL released.
+    fn run(&mut self, py: Python<'_>, work: &[Option<Action>]) -> PyResult<()> {
         let obs = self.obs.bind(py);
         // SAFETY: the pointer stays valid (we hold the array) and only this call writes it.
         let buf = unsafe { obs.as_slice_mut() }
@@ -320,6 +476,7 @@ impl VectorEnv {
         let ptr = FramePtr(buf.as_mut_ptr(), buf.len());
         let frame_len = self.frame_len;
         let reward = self.reward;
+        let mode = self.mode;
         let slots = &mut self.slots;
         let pool = self.pool.as_ref();
         self.busy = true;
@@ -332,27 +489,18 @@ impl VectorEnv {
                     slots
                         .par_iter_mut()
                         .zip(buf.par_chunks_mut(frame_len))
-                        .zip(actions.par_iter().copied())
+                        .zip(work.par_iter().copied())
                         .with_max_len(1)
-                        .for_each(|((s, out), a)| s.advance(a, reward, out))
+                        .for_each(|((s, out), a)| s.advance(a, mode, reward, out))
                 }),
                 None => slots
                     .iter_mut()
                     .zip(buf.chunks_mut(frame_len))
-                    .zip(actions.iter().copied())
-                    .for_each(|((s, out), a)| s.advance(a, reward, out)),
+                    .zip(work.iter().copied())
+                    .for_each(|((s, out), a)| s.advance(a, mode, reward, out)),
             }
         });
         self.busy = false;
         Ok(())
     }
-}
-
-fn reshape2<'py, T: numpy::Element>(
-    py: Python<'py>,
-    v: Vec<T>,
-    rows: usize,
-    cols: usize,
-) -> PyResult<Bound<'py, PyArray2<T>>> {
-    PyArray1::from_vec(py, v).reshape([rows, cols])
 }

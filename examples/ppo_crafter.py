@@ -215,41 +215,6 @@ def crafter_score(stats_path: str) -> dict:
     }
 
 
-def make_envs(args: Args):
-    """The native vector env: ``gymnasium.make_vec`` where the id has a vector entry point, else
-    ``vlmcrafter.crafter.VectorEnv`` (older wheels)."""
-    try:
-        spec = gym.spec(ENV_ID)
-    except gym.error.Error:
-        spec = None
-    if getattr(spec, "vector_entry_point", None):
-        return gym.make_vec(ENV_ID, num_envs=args.num_envs, length=args.episode_length)
-    return _LegacyVectorEnv(args.num_envs, args.episode_length)
-
-
-class _LegacyVectorEnv:
-    """``crafter.VectorEnv`` with gymnasium's ``reset(seed=) -> (obs, infos)``."""
-
-    def __init__(self, n: int, length: int):
-        self.n = n
-        self.length = length
-        self.env = None
-        probe = crafter.VectorEnv(1, seed=0)
-        self.single_observation_space = probe.single_observation_space
-        self.single_action_space = probe.single_action_space
-        probe.close()
-
-    def reset(self, seed=None):
-        self.env = crafter.VectorEnv(self.n, seed=seed, length=self.length)
-        return self.env.reset(), {}
-
-    def step(self, actions):
-        return self.env.step(actions)
-
-    def close(self):
-        self.env.close()
-
-
 def main() -> None:
     args = parse_args()
     batch_size = args.num_envs * args.num_steps
@@ -266,7 +231,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    envs = make_envs(args)
+    # The native vector env (vlmcrafter's vector entry point), gymnasium's NEXT_STEP autoreset.
+    envs = gym.make_vec(ENV_ID, num_envs=args.num_envs, length=args.episode_length)
     height, width, _ = envs.single_observation_space.shape
     n_actions = int(envs.single_action_space.n)
     agent = Agent(height, width, n_actions).to(device)

@@ -24,6 +24,7 @@ mod presets;
 mod replay;
 mod report;
 pub mod run;
+mod score;
 mod serve_env;
 pub mod table;
 pub mod usage;
@@ -90,6 +91,9 @@ pub enum Command {
     /// A local web server over a results folder: the leaderboard, each run's page, and live
     /// panels for runs still playing (`vlm-eval view results/`).
     View(view::ViewArgs),
+    /// The Crafter paper's metrics of crafter `stats.jsonl` files: per-achievement success
+    /// rates, the score, reward and length (`vlm-eval score logdir/`).
+    Score(score::ScoreArgs),
     /// Documentation generated from the program itself.
     #[command(subcommand, hide = true)]
     Docs(DocsCommand),
@@ -166,7 +170,7 @@ pub enum BaselineCommand {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 18] = [
+pub const SUBCOMMANDS: [&str; 19] = [
     "run",
     "env",
     "bench",
@@ -184,6 +188,7 @@ pub const SUBCOMMANDS: [&str; 18] = [
     "replay",
     "leaderboard",
     "view",
+    "score",
     "docs",
 ];
 
@@ -239,6 +244,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Replay(a) => replay::cmd_replay(a),
         Command::Leaderboard(a) => leaderboard::cmd_leaderboard(a),
         Command::View(a) => view::cmd_view(a),
+        Command::Score(a) => score::cmd_score(a),
         Command::Docs(DocsCommand::Cli) => {
             print!(
                 "{}",

@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod check;
 pub mod compare;
+pub mod crafter_score;
 pub mod html;
 mod html_episode;
 pub mod leaderboard;

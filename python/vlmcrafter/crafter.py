@@ -23,8 +23,9 @@ import numpy as np
 
 from . import _native
 from ._spaces import BaseClass, BoxSpace, DiscreteSpace
+from .recorder import Recorder
 
-__all__ = ["Env", "VectorEnv", "ACTION_NAMES", "ITEM_NAMES", "ACHIEVEMENT_NAMES"]
+__all__ = ["Env", "VectorEnv", "Recorder", "ACTION_NAMES", "ITEM_NAMES", "ACHIEVEMENT_NAMES"]
 
 #: crafter's action names, by id (0..16).
 ACTION_NAMES = tuple(_native.ACTION_NAMES)

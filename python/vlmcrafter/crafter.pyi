@@ -6,6 +6,8 @@ from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 import numpy as np
 import numpy.typing as npt
 
+from .recorder import Recorder as Recorder
+
 _Pair = Union[int, Tuple[int, int], Sequence[int]]
 _Seed = Optional[int]
 _Textures = Optional[Union[str, "os.PathLike[str]"]]

@@ -42,7 +42,8 @@ import torch.optim as optim
 from torch.distributions.categorical import Categorical
 
 import vlmcrafter
-from vlmcrafter import crafter
+from vlmcrafter import score
+from vlmcrafter.recorder import VectorRecorder
 
 ENV_ID = "vlmcrafter/Crafter-v1"
 
@@ -166,53 +167,20 @@ class Agent(nn.Module):
         return action, probs.log_prob(action), probs.entropy(), self.critic(hidden)
 
 
-class StatsWriter:
-    """crafter's ``stats.jsonl`` for a vector env: one line per finished episode, with crafter's
-    keys (``length``, ``reward`` rounded to 0.1, ``achievement_<name>`` unlock counts)."""
+class EpisodeReturns:
+    """Returns of finished episodes, for the progress line (``stats.jsonl`` is the recorder's)."""
 
-    def __init__(self, directory: str, num_envs: int):
-        os.makedirs(directory, exist_ok=True)
-        self.path = os.path.join(directory, "stats.jsonl")
-        open(self.path, "w").close()
-        self.length = np.zeros(num_envs, np.int64)
-        self.reward = np.zeros(num_envs, np.float64)
+    def __init__(self, num_envs: int):
+        self.running = np.zeros(num_envs, np.float64)
+        self.recent: list = []
         self.episodes = 0
 
-    def step(self, rewards, terminated, truncated, infos, counted) -> list:
-        """Record one vector step; ``counted`` masks out autoreset steps. Returns finished lines."""
-        self.length[counted] += 1
-        self.reward[counted] += rewards[counted]
-        lines = []
-        for i in np.flatnonzero(terminated | truncated):
-            line = {"length": int(self.length[i]), "reward": round(float(self.reward[i]), 1)}
-            for j, name in enumerate(crafter.ACHIEVEMENT_NAMES):
-                line[f"achievement_{name}"] = int(infos["achievements"][i, j])
-            lines.append(line)
-            self.length[i] = 0
-            self.reward[i] = 0.0
-        if lines:
-            with open(self.path, "a") as f:
-                f.writelines(json.dumps(line) + "\n" for line in lines)
-            self.episodes += len(lines)
-        return lines
-
-
-def crafter_score(stats_path: str) -> dict:
-    """The Crafter paper's metrics over every episode in ``stats_path``."""
-    episodes = [json.loads(line) for line in open(stats_path) if line.strip()]
-    if not episodes:
-        return {"episodes": 0}
-    rates = {
-        name: 100.0 * float(np.mean([ep[f"achievement_{name}"] > 0 for ep in episodes])) for name in crafter.ACHIEVEMENT_NAMES
-    }
-    score = float(np.exp(np.mean(np.log(1.0 + np.array(list(rates.values()))))) - 1.0)
-    return {
-        "episodes": len(episodes),
-        "score": score,
-        "reward": float(np.mean([ep["reward"] for ep in episodes])),
-        "length": float(np.mean([ep["length"] for ep in episodes])),
-        "success_rates": rates,
-    }
+    def step(self, rewards, ended, counted) -> None:
+        self.running[counted] += rewards[counted]
+        for i in np.flatnonzero(ended):
+            self.recent = (self.recent + [float(self.running[i])])[-100:]
+            self.running[i] = 0.0
+            self.episodes += 1
 
 
 def main() -> None:
@@ -220,6 +188,9 @@ def main() -> None:
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
     os.makedirs(args.logdir, exist_ok=True)
+    stats_path = os.path.join(args.logdir, "stats.jsonl")
+    if os.path.exists(stats_path):
+        raise SystemExit(f"{stats_path} exists (an earlier run's episodes): give a new --logdir, so the score is this run's")
     with open(os.path.join(args.logdir, "args.json"), "w") as f:
         json.dump(dataclasses.asdict(args), f, indent=1)
 
@@ -231,13 +202,14 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    # The native vector env (vlmcrafter's vector entry point), gymnasium's NEXT_STEP autoreset.
-    envs = gym.make_vec(ENV_ID, num_envs=args.num_envs, length=args.episode_length)
+    # The native vector env (vlmcrafter's vector entry point), gymnasium's NEXT_STEP autoreset;
+    # the recorder appends crafter's stats line of every finished episode to LOGDIR/stats.jsonl.
+    envs = VectorRecorder(gym.make_vec(ENV_ID, num_envs=args.num_envs, length=args.episode_length), args.logdir)
     height, width, _ = envs.single_observation_space.shape
     n_actions = int(envs.single_action_space.n)
     agent = Agent(height, width, n_actions).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    stats = StatsWriter(args.logdir, args.num_envs)
+    finished = EpisodeReturns(args.num_envs)
     progress = open(os.path.join(args.logdir, "progress.jsonl"), "w")
     print(
         f"vlmcrafter {vlmcrafter.__version__}, torch {torch.__version__} on {device} "
@@ -265,7 +237,6 @@ def main() -> None:
     next_done = torch.zeros(args.num_envs, device=device)
     next_counted = np.ones(args.num_envs, dtype=bool)  # False: the step after an end (autoreset)
     global_step = 0
-    recent_returns: list = []
     stopped_early = False
 
     for iteration in range(1, num_iterations + 1):
@@ -289,9 +260,8 @@ def main() -> None:
             t = time.perf_counter()
             next_obs_np, reward, terminated, truncated, infos = envs.step(actions_np)
             env_time += time.perf_counter() - t
-            for line in stats.step(reward, terminated, truncated, infos, next_counted):
-                recent_returns = (recent_returns + [line["reward"]])[-100:]
             ended = np.logical_or(terminated, truncated)
+            finished.step(reward, ended, next_counted)
             next_counted = ~ended
             rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
             next_obs = torch.from_numpy(next_obs_np).to(device)  # the env's buffer: obs[step] copies it
@@ -363,8 +333,8 @@ def main() -> None:
         record = {
             "iteration": iteration,
             "global_step": global_step,
-            "episodes": stats.episodes,
-            "return_mean_100": float(np.mean(recent_returns)) if recent_returns else None,
+            "episodes": finished.episodes,
+            "return_mean_100": float(np.mean(finished.recent)) if finished.recent else None,
             "wall_s": round(wall, 2),
             "env_s": round(env_time, 2),
             "learner_s": round(learner, 2),
@@ -382,7 +352,7 @@ def main() -> None:
         if iteration == 1 or iteration % 10 == 0 or iteration == num_iterations:
             ret = "-" if record["return_mean_100"] is None else f"{record['return_mean_100']:.2f}"
             print(
-                f"step {global_step:>8} | episodes {stats.episodes:>5} | return(100) {ret:>6} | "
+                f"step {global_step:>8} | episodes {finished.episodes:>5} | return(100) {ret:>6} | "
                 f"{record['sps']:.0f} steps/s (env {env_time:.0f} s, learner {learner:.0f} s of {wall:.0f} s)",
                 flush=True,
             )
@@ -415,7 +385,7 @@ def main() -> None:
         "torch": torch.__version__,
         "vlmcrafter": vlmcrafter.__version__,
         "args": dataclasses.asdict(args),
-        "crafter": crafter_score(stats.path),
+        "crafter": score.compute(stats_path) if finished.episodes else None,
     }
     with open(os.path.join(args.logdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
@@ -424,14 +394,14 @@ def main() -> None:
         f"env {env_time:.1f} s ({summary['env_steps_per_s']:.0f} steps/s), learner {learner:.1f} s "
         f"({summary['learner_steps_per_s']:.0f} steps/s: act {act_time:.1f} s, update {update_time:.1f} s)"
     )
-    score = summary["crafter"]
-    if score["episodes"]:
+    metrics = summary["crafter"]
+    if metrics:
         print(
-            f"Crafter score {score['score']:.2f} % over {score['episodes']} episodes "
-            f"(reward {score['reward']:.2f}, length {score['length']:.0f}); {stats.path}"
+            f"Crafter score {metrics['score']:.2f} % over {metrics['episodes']} episodes "
+            f"(reward {metrics['reward_mean']:.2f}, length {metrics['length_mean']:.0f}); {stats_path}"
         )
     else:
-        print(f"no episode finished in {global_step} steps: no Crafter score ({stats.path} is empty)")
+        print(f"no episode finished in {global_step} steps: no Crafter score ({stats_path} is empty)")
 
 
 if __name__ == "__main__":

@@ -51,9 +51,10 @@ part "install $(basename "$wheel")"
 part "examples/ppo_crafter.py, $steps steps"
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
-# 4 envs x 128 steps per update; episodes truncated at 200 steps so that some surely end.
+# 4 envs x 128 steps per update; episodes truncated at 200 steps so that some surely end; one
+# torch thread (with two, a busy machine made the updates several times slower).
 "$venv/bin/python" examples/ppo_crafter.py --total-timesteps "$steps" --num-envs 4 --num-steps 128 \
-  --episode-length 200 --seed 1 --logdir "$logdir"
+  --episode-length 200 --seed 1 --threads 1 --logdir "$logdir"
 
 part "check stats.jsonl and the score"
 "$venv/bin/python" - "$logdir" <<'PY'

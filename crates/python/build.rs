@@ -117,11 +117,18 @@ fn build_cli(root: &Path) -> PathBuf {
     }
     // The outer build's variables describe the Python module's compilation (its features,
     // its flags, PyO3's interpreter); none of them may leak into the CLI's build. The jobserver
-    // (CARGO_MAKEFLAGS) is kept so the nested build shares the outer build's job slots.
+    // (CARGO_MAKEFLAGS) is kept so the nested build shares the outer build's job slots, and so
+    // is the target's linker (CARGO_TARGET_<TRIPLE>_LINKER): the cross-compiling containers of
+    // the release workflow (manylinux aarch64, musllinux) name their cross linker there.
+    let target_linker = format!(
+        "CARGO_TARGET_{}_LINKER",
+        target.to_uppercase().replace(['-', '.'], "_")
+    );
     for (key, _) in env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let drop = (key.starts_with("CARGO_")
             && !matches!(key, "CARGO_HOME" | "CARGO_MAKEFLAGS")
+            && key != target_linker
             && !key.starts_with("CARGO_NET_")
             && !key.starts_with("CARGO_HTTP_")
             && !key.starts_with("CARGO_REGISTRIES_")

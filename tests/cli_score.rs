@@ -11,7 +11,7 @@ use vlm_eval::crafter::ACHIEVEMENT_NAMES;
 
 /// Episode `k` of file `f` unlocks achievement `j` (count 1 + k % 3) iff (k + 3 f + j) % (j + 2) == 0.
 fn unlocked(f: usize, k: usize, j: usize) -> bool {
-    (k + 3 * f + j) % (j + 2) == 0
+    (k + 3 * f + j).is_multiple_of(j + 2)
 }
 
 fn write_run(dir: &std::path::Path, f: usize, episodes: usize) {

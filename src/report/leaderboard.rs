@@ -306,13 +306,14 @@ pub fn leaderboard_csv(lb: &Leaderboard) -> Table {
     Table { header, rows }
 }
 
+/// What `load_runs` found: the runs opened, the runs that could not be, the folders skipped.
+pub type LoadedRuns = (Vec<RunData>, Vec<Unranked>, Vec<Unranked>);
+
 /// Open the runs under some paths (run folders or folders of runs,
 /// `leaderboard_runs::find_candidates`): the runs opened, the runs that could not be (no complete
 /// episode yet, corrupt files), each with the reader's one-line reason, and the folders skipped
 /// as not runs. A path that is missing or not a folder is an error.
-pub fn load_runs(
-    paths: &[PathBuf],
-) -> Result<(Vec<RunData>, Vec<Unranked>, Vec<Unranked>), crate::results::summary::ReadError> {
+pub fn load_runs(paths: &[PathBuf]) -> Result<LoadedRuns, crate::results::summary::ReadError> {
     let (mut runs, mut unranked) = (Vec::new(), Vec::new());
     let (dirs, skipped) = super::leaderboard_runs::find_candidates(paths)?;
     for dir in dirs {

@@ -159,7 +159,7 @@ fn check_bad_inputs_exit_2_naming_the_file() {
     let fx = fixture();
     let d = fresh_dir("bad_check");
     let cases: Vec<(PathBuf, &str)> = vec![
-        (d.join("missing.json"), "not found"),
+        (d.join("missing.json"), "no such file"),
         (d.join("corrupt.json"), "not valid JSON"),
         (d.join("other.json"), "neither a run folder"),
         (d.join("future.json"), "version 99"),

@@ -415,7 +415,7 @@ fn a_run_folder_of_other_settings_names_them() {
     let e = err(&o);
     assert_eq!(e.trim().lines().count(), 1, "{e}");
     assert!(
-        e.contains("holds a run with different settings (history 2 vs "),
+        e.contains("holds a run with different settings (history: 3 there, 2 now"),
         "{e}"
     );
     assert!(e.contains("--force"), "{e}");

@@ -318,7 +318,8 @@ fn broken_runs_fail_or_warn_naming_the_file() {
     assert!(!page.exists());
 
     // Partial run (seed 1 unfinished), a missing frame, a corrupt trajectory line in seed 2,
-    // and a truncated last line in seed 0 (an interrupted write: dropped silently).
+    // and a truncated last line in seed 0 (its turns still shown, the trajectory counted as
+    // damaged: fewer whole lines than episode.json's turns).
     std::fs::remove_file(&ep1).unwrap();
     std::fs::remove_file(run.join("episodes/seed_0/frames/step_0000.png")).unwrap();
     let t0 = run.join("episodes/seed_0/trajectory.jsonl");
@@ -333,9 +334,11 @@ fn broken_runs_fail_or_warn_naming_the_file() {
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stderr}");
     assert!(
-        stdout.contains("2 of 2 episodes") && stdout.contains("2 warnings"),
+        stdout.contains("2 of 2 episodes")
+            && stdout.contains("3 warnings (2 unreadable or damaged trajectories"),
         "{stdout}"
     );
+    assert!(stderr.contains("seed_0/trajectory.jsonl"), "{stderr}");
     assert!(stderr.contains("seed_0/frames/step_0000.png"), "{stderr}");
     assert!(
         stderr.contains("seed_2/trajectory.jsonl") && stderr.contains("line 2"),

@@ -635,7 +635,7 @@ fn write_merged(
         .unwrap_or_else(|| out.display().to_string());
     if let Some(config) = info["config"].as_object_mut() {
         config.remove("shard");
-        config.insert("seeds".into(), json!(seeds));
+        config.insert("seeds".into(), crate::results::run::seeds_value(seeds));
         config.insert("run_name".into(), json!(run_name));
         config.insert("out".into(), json!(out.parent().unwrap_or(Path::new("."))));
         let modes: BTreeSet<String> = runs

@@ -35,9 +35,18 @@ pub fn find_candidates(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<Unranked>
         }
     };
     for path in paths {
-        let meta = std::fs::metadata(path).map_err(|source| ReadError::Io {
-            path: path.display().to_string(),
-            source,
+        let meta = std::fs::metadata(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                crate::results::run::missing(
+                    path,
+                    "no such folder: pass run folders or folders of runs (results/)",
+                )
+            } else {
+                ReadError::Io {
+                    path: path.display().to_string(),
+                    source,
+                }
+            }
         })?;
         if !meta.is_dir() {
             return Err(ReadError::Corrupt {

@@ -378,7 +378,10 @@ fn bad_inputs_are_refused_naming_the_files() {
     assert_eq!(summary["seeds"], serde_json::json!([0, 1, 3]));
     assert!(!out.join("episodes/seed_2").exists());
     let info = read_json(&out.join("run.json"));
-    assert_eq!(info["config"]["seeds"], serde_json::json!({"start": 0, "end": 4}));
+    assert_eq!(
+        info["config"]["seeds"],
+        serde_json::json!({"start": 0, "end": 4})
+    );
 }
 
 #[test]

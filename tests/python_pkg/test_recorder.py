@@ -66,8 +66,30 @@ def fed_frames(monkeypatch):
     return fed
 
 
+@pytest.fixture
+def distinct_stamps(monkeypatch):
+    """Both recorders name an episode by the second it started in; two episodes of one second
+    and one name overwrite each other (crafter's behaviour, kept). Which ones collide depends
+    on speed, so each recorder's clock here moves one second per call."""
+    import datetime
+    import types
+
+    import crafter.recorder
+
+    def clock():
+        t = [datetime.datetime(2026, 1, 1)]
+
+        def now():
+            t[0] += datetime.timedelta(seconds=1)
+            return t[0]
+        return types.SimpleNamespace(datetime=types.SimpleNamespace(now=now))
+
+    monkeypatch.setattr(crafter.recorder, "datetime", clock())
+    monkeypatch.setattr(vrec, "datetime", clock())
+
+
 @pytest.mark.parametrize("seed", SEEDS)
-def test_recorder_equals_crafter(seed, assets, tmp_path, fed_frames):
+def test_recorder_equals_crafter(seed, assets, tmp_path, fed_frames, distinct_stamps):
     """Stats, episodes and videos; length 80 and 260 steps: several episodes, truncations and
     (random play dies within about 130-250 steps) usually a death; a 96x80 video whose
     render() calls draw from the world RNG at night, as crafter's do."""

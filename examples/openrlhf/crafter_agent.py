@@ -13,7 +13,7 @@ first observation and frame of that seed (built by `make_dataset.py`). Per episo
 
 Where sessions run is one setting, CRAFTER_ENV: ``http`` (the default) talks to a
 ``vlm-eval serve-env`` server; ``inprocess`` plays them in this process with the ``vlm-eval``
-Python package (``pip install vlmcrafter``; ``vlmcrafter.session``, imported only then): the same
+Python package (``vlmcrafter``, docs/PYTHON.md; ``vlmcrafter.session``, imported only then): the same
 parser, rules, rewards, observations and frames as the server, with no server, no HTTP and no
 PNG round trip. The HTTP path needs nothing beyond the standard library.
 
@@ -160,8 +160,8 @@ class InProcessClient:
             from vlmcrafter.session import Session, SessionOver
         except ImportError as e:
             raise ImportError(
-                f"CRAFTER_ENV=inprocess needs the vlm-eval Python package ({e}): "
-                "pip install vlmcrafter, or set CRAFTER_ENV=http and run `vlm-eval serve-env`"
+                f"CRAFTER_ENV=inprocess needs the vlmcrafter Python package ({e}): "
+                "pip install . in a vlm-eval checkout (docs/PYTHON.md), or set CRAFTER_ENV=http and run `vlm-eval serve-env`"
             ) from None
         self._session_cls, self._over = Session, SessionOver
 

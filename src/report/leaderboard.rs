@@ -16,7 +16,7 @@ use crate::results::run::RunData;
 use crate::results::summary::Summary;
 
 use super::compare::{group_runs, paired, GroupBy, Paired, Table};
-use super::protocol::{group_key_of, protocol_names, GROUP_KEYS};
+use super::protocol::{group_key_of, group_keys, protocol_names};
 use super::stats::{bootstrap_mean_ci, Interval};
 
 /// Inference settings of the leaderboard.
@@ -106,12 +106,11 @@ pub struct Leaderboard {
 /// The group key as one line (`preset vlm-eval · parser lenient · … · steps 10 ·
 /// episode_length 10000`).
 pub fn protocol_line(protocol: &Value) -> String {
-    GROUP_KEYS
-        .iter()
+    group_keys()
         .filter_map(|k| {
-            let v = protocol.get(*k)?;
+            let v = protocol.get(k)?;
             let shown = match v {
-                Value::String(s) if *k == "prompt_sha256" => s.chars().take(12).collect(),
+                Value::String(s) if k == "prompt_sha256" => s.chars().take(12).collect(),
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };

@@ -16,6 +16,7 @@ score reads them (:mod:`vlmcrafter.score`, ``vlm-eval score``).
 
 import datetime
 import json
+import math
 import os
 import pathlib
 import tempfile
@@ -45,9 +46,11 @@ def _writable_directory(directory, who):
     return path
 
 
-def _open_stats(path, who):
+def _open_stats(path, who, binary=False):
+    """``path/stats.jsonl`` opened for appending: text (buffered, flushed per episode), or with
+    ``binary`` unbuffered bytes (each write goes straight to the file, as a flush would)."""
     try:
-        return (path / "stats.jsonl").open("a")
+        return (path / "stats.jsonl").open("ab", buffering=0) if binary else (path / "stats.jsonl").open("a")
     except OSError as err:
         raise type(err)(
             f"{who}: cannot open {str(path / 'stats.jsonl')!r} for appending "
@@ -60,6 +63,22 @@ def _stats_line(length, reward, achievements):
     for name, value in zip(ACHIEVEMENT_NAMES, achievements):
         stats["achievement_" + name] = value
     return json.dumps(stats) + "\n"
+
+
+# The same line as _stats_line for int counts, from a %-template (a few µs a line where
+# json.dumps of a 24-key dict takes several times that): the vector recorder's hot path.
+_LINE = ('{"length": %d, "reward": %s, '
+         + ", ".join(f'"achievement_{name}": %d' for name in ACHIEVEMENT_NAMES) + "}\n")
+
+
+def _int_stats_line(length, reward, achievements):
+    """:func:`_stats_line` for an int ``length`` and int ``achievements`` (22 of them)."""
+    reward = round(reward, 1)
+    if type(reward) is float and math.isfinite(reward):
+        text = float.__repr__(reward)  # what json.dumps writes for a finite float
+    else:
+        text = json.dumps(reward)
+    return _LINE % (length, text, *achievements)
 
 
 def _replace_into(target, write):
@@ -243,6 +262,17 @@ def _achievement_rows(infos, names):
                    "(an 'achievements' array or dict): wrap a vlmcrafter vector env")
 
 
+def _native_counts(env):
+    """For a vlmcrafter ``VectorEnv``, its native ``stats_lines`` (the lines of the episodes that
+    ended on the last step, from the counts the env keeps in Rust, formatted there exactly as
+    :func:`_stats_line` formats them: ``(text, count)``, text None where Rust leaves it to
+    Python; or None); None for any other vector env (wrappers included), which the recorder
+    counts itself."""
+    from .vector import VectorEnv
+
+    return env._core.stats_lines if isinstance(env, VectorEnv) else None
+
+
 try:  # a gymnasium VectorWrapper when gymnasium is installed; a plain wrapper otherwise
     from gymnasium.vector import VectorEnv as _GymVectorEnv
     from gymnasium.vector import VectorWrapper as _Base
@@ -268,6 +298,10 @@ class VectorRecorder(_Base):
     crafter's recorder does. An episode's ``reward`` is the sum of crafter's per-step rewards
     (``infos["reward"]`` when the env gives it, as vlmcrafter's ``VectorEnv`` and gymnasium's
     vector envs of the registered env do, also under ``reward=False``; else the step rewards).
+
+    Wrapping a ``vlmcrafter.crafter.VectorEnv`` directly, the recorder reads the env's own
+    episode counts (:meth:`~vlmcrafter.crafter.VectorEnv.finished_episodes`, kept in Rust) from
+    its first full ``reset()`` on, so a step costs it almost nothing; the lines are the same.
     """
 
     def __init__(self, env, directory):
@@ -283,13 +317,14 @@ class VectorRecorder(_Base):
             raise ValueError(f"VectorRecorder: unknown autoreset mode {mode!r}")
         self._mode = mode
         self._directory = _writable_directory(directory, "VectorRecorder")
-        self._file = _open_stats(self._directory, "VectorRecorder")
+        self._file = _open_stats(self._directory, "VectorRecorder", binary=True)
         n = int(env.num_envs)
         self._names = getattr(env, "achievement_names", None)
         self._length = np.zeros(n, np.int64)
         self._reward = np.zeros(n, np.float64)
         self._pending = np.zeros(n, bool)
         self._any_pending = False
+        self._env_counts = None
         self.episodes_recorded = 0
 
     def __getattr__(self, name):
@@ -307,6 +342,9 @@ class VectorRecorder(_Base):
         options = kwargs.get("options") or {}
         mask = options.get("reset_mask") if isinstance(options, dict) else None
         if mask is None:
+            # From a full reset on, a vlmcrafter VectorEnv's own counts (kept in Rust, in every
+            # autoreset mode) replace the per-step bookkeeping here.
+            self._env_counts = _native_counts(self.env)
             self._length[:] = 0
             self._reward[:] = 0
             self._pending[:] = False
@@ -319,6 +357,18 @@ class VectorRecorder(_Base):
         return result
 
     def step(self, actions):
+        stats_lines = self._env_counts
+        if stats_lines is not None:
+            result = self.env.step(actions)
+            ended = stats_lines()
+            if ended is not None:
+                text, count = ended
+                if text is None:  # a reward sum of 1e14 or more (not crafter's): Python writes it
+                    text = "".join(_int_stats_line(length, reward, achievements) for _, length, reward,
+                                   achievements in self.env.finished_episodes()).encode()
+                self._write_bytes(text)
+                self.episodes_recorded += count
+            return result
         result = self.env.step(actions)
         _, rewards, terminations, truncations, infos = result
         if "reward" in infos:  # crafter's own per-step reward (also under reward=False)
@@ -351,17 +401,23 @@ class VectorRecorder(_Base):
             source = infos["final_info"]
         else:
             source = infos
-        rows = _achievement_rows(source, self._names)
-        lines = []
-        for i in ended:
-            lines.append(_stats_line(int(self._length[i]), float(self._reward[i]),
-                                     [int(v) for v in rows[i]]))
-        self._file.write("".join(lines))
-        self._file.flush()
-        self.episodes_recorded += len(lines)
+        rows = _achievement_rows(source, self._names)[ended].tolist()
+        self._write([_int_stats_line(int(self._length[i]), float(self._reward[i]), row)
+                     for i, row in zip(ended, rows)])
         if self._mode != "NextStep":
             self._length[ended] = 0
             self._reward[ended] = 0
+
+    def _write(self, lines):
+        """Append whole lines (each episode's line reaches the file at once, as crafter's)."""
+        self._write_bytes("".join(lines).encode())
+        self.episodes_recorded += len(lines)
+
+    def _write_bytes(self, data):
+        written = self._file.write(data)  # unbuffered: one write call, all of it for a file
+        while written < len(data):
+            data = data[written:]
+            written = self._file.write(data)
 
     def close(self, **kwargs):
         if not self._file.closed:

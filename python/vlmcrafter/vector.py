@@ -280,6 +280,16 @@ class VectorEnv(_Base):
         """Episodes started so far by each env."""
         return self._core.episodes
 
+    def finished_episodes(self):
+        """The episodes that ended on the last ``step``, counted as crafter's ``Recorder``
+        counts them: a list of ``(index, length, reward, achievements)`` in env order, or None
+        when none ended (and after a ``reset``). ``length`` is the episode's steps (the reset
+        not counted), ``reward`` the float sum of its real rewards (crafter's
+        ``info["reward"]``, also under ``reward=False``), ``achievements`` its 22 counts in
+        :attr:`achievement_names` order. The same in every autoreset mode; it costs nothing
+        when no episode ended (:class:`vlmcrafter.recorder.VectorRecorder` reads it)."""
+        return self._core.finished()
+
     def reset(self, *, seed=None, options=None):
         """Start the next episode of every env (or of the envs ``options["reset_mask"]`` marks);
         returns ``(obs, infos)``.

@@ -5,6 +5,7 @@
 mod convert;
 mod reply;
 mod single;
+mod stats_line;
 mod textures;
 mod vector;
 mod vector_info;
@@ -50,6 +51,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<single::Env>()?;
     m.add_class::<vector::VectorEnv>()?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(stats_line::stats_line, m)?)?;
     m.add_function(wrap_pyfunction!(textures::texture_source, m)?)?;
     reply::register(m)?;
     Ok(())

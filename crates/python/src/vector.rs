@@ -8,12 +8,13 @@ use std::sync::Arc;
 use numpy::{PyArray1, PyArray2, PyArray4, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
-use vlm_eval_crafter::rules::Action;
+use vlm_eval_crafter::rules::{Action, N_ACHIEVEMENTS};
 use vlm_eval_crafter::{Env as Engine, EnvConfig, TextureSet};
 
 use crate::convert;
+use crate::stats_line;
 use crate::textures;
 use crate::vector_info::{self, State};
 
@@ -50,6 +51,16 @@ struct Final {
     state: State,
 }
 
+/// An episode that ended on the last step, as crafter's `Recorder` counts it: its steps (the
+/// reset not counted), the sum of its real rewards (float64, in step order) and its
+/// achievement counts at the end.
+#[derive(Clone, Copy)]
+struct Finished {
+    length: u32,
+    reward: f64,
+    achievements: [i32; N_ACHIEVEMENTS],
+}
+
 /// One sub-env and what its last step gave.
 struct Slot {
     engine: Engine,
@@ -65,6 +76,11 @@ struct Slot {
     /// Same-step autoreset: the episode ended on this step and `last` holds its end.
     ended: bool,
     last: Option<Box<Final>>,
+    /// Steps and real reward of the running episode (for the stats recorder).
+    ep_length: u32,
+    ep_reward: f64,
+    /// The episode that ended on the last step (cleared by every step and reset).
+    finished: Option<Finished>,
 }
 
 impl Slot {
@@ -78,6 +94,9 @@ impl Slot {
             truncated: false,
             ended: false,
             last: None,
+            ep_length: 0,
+            ep_reward: 0.0,
+            finished: None,
         }
     }
 
@@ -95,6 +114,8 @@ impl Slot {
         if self.pending_reset {
             self.engine.reset_into(out);
             self.pending_reset = false;
+            self.ep_length = 0;
+            self.ep_reward = 0.0;
             self.reward = 0.0;
             self.info_reward = 0.0;
             self.terminated = false;
@@ -106,6 +127,15 @@ impl Slot {
         self.reward = if reward_on { step.reward } else { 0.0 };
         self.terminated = step.dead;
         self.truncated = step.done && !step.dead;
+        self.ep_length += 1;
+        self.ep_reward += step.reward;
+        if step.done {
+            self.finished = Some(Finished {
+                length: self.ep_length,
+                reward: self.ep_reward,
+                achievements: State::of(&self.engine, step.reward).achievements,
+            });
+        }
         if mode != Autoreset::SameStep {
             self.pending_reset = step.done;
             return;
@@ -122,6 +152,8 @@ impl Slot {
             last.state = state;
             self.engine.reset_into(out);
             self.info_reward = 0.0;
+            self.ep_length = 0;
+            self.ep_reward = 0.0;
             self.ended = true;
         }
     }
@@ -149,6 +181,8 @@ pub struct VectorEnv {
     started: bool,
     /// Set while a step runs; still set afterwards only when that step panicked.
     busy: bool,
+    /// The episodes that ended on the last step, by env index (empty after a reset).
+    last_finished: Vec<(usize, Finished)>,
 }
 
 /// What `step` returns: rewards, terminated, truncated, infos, and with same-step autoreset the
@@ -236,6 +270,7 @@ impl VectorEnv {
             threads,
             started: false,
             busy: false,
+            last_finished: Vec::new(),
         })
     }
 
@@ -300,6 +335,7 @@ impl VectorEnv {
             }
         }
         self.run(py, &work)?;
+        self.last_finished.clear();
         self.started = true;
         let states: Vec<Option<State>> = self
             .slots
@@ -345,6 +381,12 @@ impl VectorEnv {
             }
         }
         self.run(py, &work)?;
+        self.last_finished.clear();
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(f) = s.finished {
+                self.last_finished.push((i, f));
+            }
+        }
         let rewards: Vec<f64> = self.slots.iter().map(|s| s.reward).collect();
         let terminated: Vec<bool> = self.slots.iter().map(|s| s.terminated).collect();
         let truncated: Vec<bool> = self.slots.iter().map(|s| s.truncated).collect();
@@ -384,6 +426,37 @@ impl VectorEnv {
         Ok(())
     }
 
+    /// The episodes that ended on the last step, in env order: `(index, length, reward,
+    /// achievements)` with crafter's `Recorder` counts (length without the reset, the sum of the
+    /// real rewards, the 22 counts in crafter's order); None when none ended (or after a reset).
+    #[allow(clippy::type_complexity)]
+    fn finished(&self) -> Option<Vec<(usize, u32, f64, [i32; N_ACHIEVEMENTS])>> {
+        let out: Vec<_> = self
+            .last_finished
+            .iter()
+            .map(|&(i, f)| (i, f.length, f.reward, f.achievements))
+            .collect();
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// The `stats.jsonl` lines of the episodes that ended on the last step (crafter's
+    /// `Recorder` line, `json.dumps`'s text exactly, UTF-8) and their count; None when none ended. The
+    /// text is None where a reward sum is out of the range written here (|r| ≥ 1e14, which
+    /// crafter's rewards never reach): the caller then writes the lines in Python.
+    fn stats_lines<'py>(&self, py: Python<'py>) -> Option<(Option<Bound<'py, PyBytes>>, usize)> {
+        if self.last_finished.is_empty() {
+            return None;
+        }
+        let mut text = String::with_capacity(800 * self.last_finished.len());
+        let exact = self.last_finished.iter().all(|(_, f)| {
+            stats_line::push_line(&mut text, f.length, f.reward, &f.achievements).is_some()
+        });
+        Some((
+            exact.then(|| PyBytes::new(py, text.as_bytes())),
+            self.last_finished.len(),
+        ))
+    }
+
     /// Which envs reset on the next step (their episode ended on the last one) or, with
     /// autoreset disabled, wait for a masked reset.
     #[getter]
@@ -409,6 +482,7 @@ impl VectorEnv {
     fn close(&mut self) {
         self.pool = None;
         self.slots.clear();
+        self.last_finished.clear();
     }
 }
 
@@ -478,6 +552,9 @@ impl VectorEnv {
         let reward = self.reward;
         let mode = self.mode;
         let slots = &mut self.slots;
+        for s in slots.iter_mut() {
+            s.finished = None;
+        }
         let pool = self.pool.as_ref();
         self.busy = true;
         py.detach(move || {

@@ -15,7 +15,8 @@ do). Contenders, per frame size:
     next_step autoresets;
   - `gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=64)` (the native vector env through
     gymnasium's registry) in `NEXT_STEP` and in `SAME_STEP` autoreset, `--repeats` runs of each
-    interleaved (the median is reported: the two modes see the same machine noise);
+    interleaved (the median is reported: the two modes see the same machine noise); with
+    `--make-vec-only --interleave`, also `VectorRecorder` over the NEXT_STEP env (stats.jsonl);
   - the Rust engine alone: `vlm-eval bench env --json` (one thread, no Python);
   - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, only
     those calls timed.
@@ -31,6 +32,7 @@ import pathlib
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -92,11 +94,16 @@ def play_vector(n, size, env_steps):
     return rate, ends
 
 
-def play_make_vec(n, size, env_steps, mode):
+def play_make_vec(n, size, env_steps, mode, logdir=None):
     """env-steps/s of `gymnasium.make_vec(ID, num_envs=n, autoreset_mode=mode)`, random actions
-    (a fresh array per step, as a policy gives), autoresets included; returns (rate, ends)."""
+    (a fresh array per step, as a policy gives), autoresets included; returns (rate, ends).
+    With `logdir`, under `VectorRecorder` writing stats.jsonl there."""
     env = gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
                              size=(size, size), textures=ASSETS)
+    if logdir is not None:
+        from vlmcrafter.recorder import VectorRecorder
+
+        env = VectorRecorder(env, logdir)
     calls = max(1, env_steps // n)
     acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
     t0 = time.perf_counter()
@@ -123,18 +130,30 @@ def make_vec_modes(n, size, env_steps, repeats):
 
 
 def make_vec_rounds(n, size, env_steps, py_steps, rounds):
-    """Rounds of (Python crafter, make_vec NEXT_STEP, make_vec SAME_STEP) back to back, so that
-    each round's ratios see the same machine load; returns the per-round figures."""
+    """Rounds of (Python crafter, make_vec NEXT_STEP, make_vec SAME_STEP, make_vec NEXT_STEP
+    under VectorRecorder) back to back, each contender playing alone, the make_vec order
+    rotating every round, so that each round's ratios see the same machine load; every round
+    repeats the same work (Python crafter from seed 0, make_vec from seed 0, the same actions).
+    Returns the per-round figures."""
     out = []
     for k in range(rounds):
-        py, _ = play(crafter.Env(seed=k, size=(size, size)), py_steps)
-        nxt, _ = play_make_vec(n, size, env_steps, "NEXT_STEP")
-        same, _ = play_make_vec(n, size, env_steps, "SAME_STEP")
-        out.append({"python_crafter": py, "next_step": nxt, "same_step": same,
-                    "load": os.getloadavg()[0]})
+        py, _ = play(crafter.Env(seed=0, size=(size, size)), py_steps)
+        r = {"python_crafter": py}
+        order = ["next_step", "same_step", "recorder"]
+        order = order[k % 3:] + order[:k % 3]
+        for key in order:
+            if key == "recorder":
+                with tempfile.TemporaryDirectory() as logdir:
+                    r[key], _ = play_make_vec(n, size, env_steps, "NEXT_STEP", logdir)
+            else:
+                r[key], _ = play_make_vec(n, size, env_steps, key.upper())
+        r["load"] = os.getloadavg()[0]
+        out.append(r)
+        nxt, same = r["next_step"], r["same_step"]
         print(f"[{size} px] round {k + 1}/{rounds}: Python crafter {py:,.1f} steps/s, make_vec({n}) "
               f"NEXT_STEP {nxt:,.0f} ({nxt / py:,.0f}x), SAME_STEP {same:,.0f} ({same / py:,.0f}x), "
-              f"SAME/NEXT {same / nxt:.3f}, load {out[-1]['load']:.1f}", flush=True)
+              f"SAME/NEXT {same / nxt:.3f}, recorder/no recorder {nxt / r['recorder']:.3f}, "
+              f"load {r['load']:.1f}", flush=True)
     return out
 
 
@@ -300,19 +319,29 @@ def make_vec_rows(args, row):
         lambda r: f"**{r['make_vec_same_step'] / r['make_vec_next_step']:.3f}**")
 
 
-def make_vec_interleaved(n, size, calls, block=25):
-    """Python crafter and make_vec in NEXT_STEP and SAME_STEP, interleaved finely so that all
-    three see the same machine load (a noisy machine's load swings over seconds): blocks of
-    `block` Python crafter steps alternate with blocks of `block` iterations that call each
-    make_vec env once, the mode that goes first alternating every iteration (so neither pays
-    more of the worker threads' wake-up after the Python block). Each call is timed alone.
-    Returns the three rates."""
+def make_vec_interleaved(n, size, calls, logdir, block=25):
+    """Python crafter and make_vec in NEXT_STEP, in SAME_STEP, and in NEXT_STEP under
+    `VectorRecorder` (stats.jsonl into `logdir`), interleaved finely so that all four see the
+    same machine load (a noisy machine's load swings over seconds): a block of `block` Python
+    crafter steps, then a block of `block` calls of each make_vec env, the env that goes first
+    rotating every block. Each env steps its block back to back, as a training loop steps its
+    one vector env (interleaving single calls instead makes each env's call start while the
+    previous env's worker threads still spin, a contention no real loop has), and each block's
+    first call pays the same wake-up of its worker threads. The three make_vec envs have the
+    same seeds and actions, so the recorded one does exactly the plain NEXT_STEP one's engine
+    work. Each call is timed alone. Returns the four rates."""
+    from vlmcrafter.recorder import VectorRecorder
+
     py = crafter.Env(seed=0, size=(size, size))
-    envs = [(mode, gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
-                                      size=(size, size), textures=ASSETS))
-            for mode in ("NEXT_STEP", "SAME_STEP")]
+
+    def make(mode):
+        return gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
+                                  size=(size, size), textures=ASSETS)
+
+    envs = [(mode, make(mode)) for mode in ("NEXT_STEP", "SAME_STEP")]
+    envs.append(("RECORDER", VectorRecorder(make("NEXT_STEP"), logdir)))
     acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
-    spent = {"python_crafter": 0.0, "NEXT_STEP": 0.0, "SAME_STEP": 0.0}
+    spent = {"python_crafter": 0.0, "NEXT_STEP": 0.0, "SAME_STEP": 0.0, "RECORDER": 0.0}
     clock = time.perf_counter
     t = clock()
     py.reset()
@@ -328,14 +357,20 @@ def make_vec_interleaved(n, size, calls, block=25):
             if py.step(int(row[0]))[2]:
                 py.reset()
             spent["python_crafter"] += clock() - t
-        for k, row in enumerate(rows):
-            for mode, env in (envs if (start + k) % 2 == 0 else envs[::-1]):
+        first = (start // block) % len(envs)
+        for mode, env in envs[first:] + envs[:first]:
+            for row in rows:
                 t = clock()
                 env.step(row)
                 spent[mode] += clock() - t
+    recorded = envs[-1][1].episodes_recorded
+    for _, env in envs:
+        env.close()
     return {"python_crafter": calls / spent["python_crafter"],
             "next_step": calls * n / spent["NEXT_STEP"],
-            "same_step": calls * n / spent["SAME_STEP"], "load": os.getloadavg()[0]}
+            "same_step": calls * n / spent["SAME_STEP"],
+            "recorder": calls * n / spent["RECORDER"], "episodes_recorded": recorded,
+            "load": os.getloadavg()[0]}
 
 
 def make_vec_only(args, results):
@@ -345,13 +380,16 @@ def make_vec_only(args, results):
         if args.interleave:
             rounds = []
             for k in range(args.rounds):
-                r = make_vec_interleaved(args.vector_n, size, args.py_steps)
+                with tempfile.TemporaryDirectory() as logdir:
+                    r = make_vec_interleaved(args.vector_n, size, args.py_steps, logdir)
                 rounds.append(r)
                 print(f"[{size} px] interleaved round {k + 1}/{args.rounds} ({args.py_steps} calls "
                       f"each): Python crafter {r['python_crafter']:,.1f} steps/s, NEXT_STEP "
                       f"{r['next_step']:,.0f} ({r['next_step'] / r['python_crafter']:,.0f}x), "
                       f"SAME_STEP {r['same_step']:,.0f}, SAME/NEXT "
-                      f"{r['same_step'] / r['next_step']:.3f}, load {r['load']:.1f}", flush=True)
+                      f"{r['same_step'] / r['next_step']:.3f}, recorder/no recorder "
+                      f"{r['next_step'] / r['recorder']:.3f} ({r['episodes_recorded']} episodes "
+                      f"written), load {r['load']:.1f}", flush=True)
         else:
             rounds = make_vec_rounds(args.vector_n, size, int(args.steps * scale), args.py_steps,
                                      args.rounds)
@@ -385,6 +423,11 @@ def make_vec_only(args, results):
     row("SAME_STEP / NEXT_STEP, per round (target ≥ 0.90)",
         lambda rs: "**" + f"{med(rs, lambda r: r['same_step'] / r['next_step']):.3f}** ("
         + ", ".join(f"{r['same_step'] / r['next_step']:.2f}" for r in rs) + ")")
+    row(f"`VectorRecorder(make_vec(ID, num_envs={n}))`, NEXT_STEP (env-steps/s)",
+        lambda rs: f"{med(rs, lambda r: r['recorder']):,.0f}")
+    row("time with the recorder / without, per round (target ≤ 1.05)",
+        lambda rs: "**" + f"{med(rs, lambda r: r['next_step'] / r['recorder']):.3f}** ("
+        + ", ".join(f"{r['next_step'] / r['recorder']:.2f}" for r in rs) + ")")
     print(f"\nload average: {results['load_start']:.1f} at the start, {results['load_end']:.1f} "
           "at the end")
     if args.json:

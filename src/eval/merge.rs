@@ -24,74 +24,13 @@ use serde_json::{json, Value};
 
 use crate::results::frames::run_frame_hash;
 use crate::results::run::{open_run, RunData};
-use crate::results::summary::{read_episodes, summarize, write_summary, ReadError, Summary};
+use crate::results::summary::{read_episodes, summarize, write_summary, Summary};
 use crate::results::verify::{check_episode, Damage};
 
 use crate::results::store::{write_atomic, write_json, StoreError};
 
-/// Why a merge was refused or failed.
-#[derive(Debug, thiserror::Error)]
-pub enum MergeError {
-    /// An input run could not be read (missing, partial or corrupt; the message names the file).
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// Two inputs were made with different settings.
-    #[error("{b} does not match {a}: {fields}; merge only shards of one run (same flags apart from --shard/--seeds/--run-name/--out/--concurrency)")]
-    Mismatch {
-        /// The first input's run.json.
-        a: String,
-        /// The mismatching input's run.json.
-        b: String,
-        /// What differs.
-        fields: String,
-    },
-    /// The same input folder was given twice (`what`: how, naming it once or by both spellings).
-    #[error("{what}: pass each run folder once")]
-    Twice {
-        /// `X is given twice`, or `X and Y are the same folder`.
-        what: String,
-    },
-    /// A finished episode of an input does not match its own record.
-    #[error("damaged episode, nothing was merged: {0}")]
-    Damaged(Damage),
-    /// A seed is complete in two inputs.
-    #[error("seed {seed} is complete in both {a} and {b}; each seed may come from one input only (do two shards overlap?)")]
-    DuplicateSeed {
-        /// The seed.
-        seed: i64,
-        /// Its episode.json in one input.
-        a: String,
-        /// Its episode.json in another.
-        b: String,
-    },
-    /// Bad output folder.
-    #[error("{0}")]
-    Out(String),
-    /// Writing the merged run failed.
-    #[error(transparent)]
-    Write(#[from] StoreError),
-    /// An input (or --out) is still being written by a running `vlm-eval run`.
-    #[error("{run} is still being written by `vlm-eval run` ({holder}): {fix}")]
-    Running {
-        /// The held folder.
-        run: String,
-        /// Who holds it (`results::lock::Holder`).
-        holder: String,
-        /// What to do.
-        fix: &'static str,
-    },
-}
-
-impl MergeError {
-    /// Exit code: 1 for write failures, 2 for bad input.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            MergeError::Write(_) => 1,
-            MergeError::Read(ReadError::Write { .. }) => 1,
-            _ => 2,
-        }
-    }
-}
+pub use super::merge_error::MergeError;
+use super::merge_out::{check_out, io_err, kill_point, remove_if_there, swap_in, take_work_dir};
 
 /// What a merge produced.
 #[derive(Debug)]
@@ -159,13 +98,6 @@ fn differences(a: &BTreeMap<String, Value>, b: &BTreeMap<String, Value>) -> Vec<
         .collect()
 }
 
-fn io_err(path: &Path, source: std::io::Error) -> StoreError {
-    StoreError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
-
 /// Copy an episode folder: frames hard-linked (else copied), other files copied, and
 /// `episode.json` written last, atomically. Returns (linked, copied) frame counts.
 fn copy_episode(src: &Path, dst: &Path) -> Result<(usize, usize), StoreError> {
@@ -211,180 +143,6 @@ fn copy_episode(src: &Path, dst: &Path) -> Result<(usize, usize), StoreError> {
 
 fn now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
-}
-
-fn same_path(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(x), Ok(y)) => x.starts_with(&y) || y.starts_with(&x),
-        _ => false,
-    }
-}
-
-/// Whether `dir/run.json` was written by a merge (it lists `merged_from`).
-fn made_by_merge(dir: &Path) -> bool {
-    fs::read_to_string(dir.join("run.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .is_some_and(|v| v.get("merged_from").is_some())
-}
-
-/// The files an interrupted merge of an older vlm-eval left in `--out` (it wrote there directly,
-/// `run.json` last): a folder holding only these, and no `run.json`, is such a leftover.
-const OLD_MERGE_LEFTOVERS: [&str; 4] = [
-    "episodes",
-    "summary.json",
-    "summary.csv",
-    "achievements.csv",
-];
-
-/// Whether `out` holds only what an interrupted merge of an older vlm-eval left (no run.json).
-fn old_merge_leftover(out: &Path) -> bool {
-    !out.join("run.json").exists()
-        && out.join("episodes").is_dir()
-        && fs::read_dir(out).is_ok_and(|d| {
-            d.flatten()
-                .all(|e| OLD_MERGE_LEFTOVERS.contains(&e.file_name().to_string_lossy().as_ref()))
-        })
-}
-
-/// Check the output folder, writing nothing: it must not hold an input, and must not exist
-/// unless `force` (then only an earlier merge's folder, an empty folder, or what an interrupted
-/// merge of an older vlm-eval left).
-fn check_out(inputs: &[PathBuf], out: &Path, force: bool) -> Result<(), MergeError> {
-    if out.file_name().is_none() {
-        return Err(MergeError::Out(format!(
-            "--out {} does not name a folder: give the new run folder's path, e.g. results/<run>",
-            out.display()
-        )));
-    }
-    if let Some(input) = inputs.iter().find(|i| same_path(i, out)) {
-        return Err(MergeError::Out(format!(
-            "--out {} overlaps the input {}; write the merged run to a new folder",
-            out.display(),
-            input.display()
-        )));
-    }
-    if !out.exists() && !out.is_symlink() {
-        return Ok(());
-    }
-    if !force {
-        return Err(MergeError::Out(format!(
-            "--out {} already exists; choose a new folder or pass --force to replace it",
-            out.display()
-        )));
-    }
-    // --force replaces an earlier merged run folder, or an empty folder; never a folder that
-    // is not a run, nor a file, whatever path was typed.
-    if !out.is_dir() || out.is_symlink() {
-        return Err(MergeError::Out(format!(
-            "--out {} is not a run folder (a file or a link): --force replaces only an earlier merge's folder or an empty folder; choose a new folder",
-            out.display()
-        )));
-    }
-    let empty = fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
-    if empty || old_merge_leftover(out) || made_by_merge(out) {
-        return Ok(());
-    }
-    if out.join("run.json").is_file() {
-        return Err(MergeError::Out(format!(
-            "--out {} is a run that `vlm-eval merge` did not make (its run.json has no merged_from): --force replaces only an earlier merge's folder; choose a new folder",
-            out.display()
-        )));
-    }
-    Err(MergeError::Out(format!(
-        "--out {} is not a run folder (no run.json): --force replaces only an earlier merge's folder or an empty folder; choose a new folder",
-        out.display()
-    )))
-}
-
-/// The folders beside `out` a merge works in: the new run while it is built, and the earlier
-/// one while it is swapped out.
-fn work_dirs(out: &Path) -> (PathBuf, PathBuf) {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    (
-        parent.join(format!(".{name}.merge-tmp")),
-        parent.join(format!(".{name}.merge-old")),
-    )
-}
-
-fn remove_if_there(dir: &Path) -> Result<(), StoreError> {
-    match fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(dir).map_err(|e| io_err(dir, e)),
-        Ok(_) => fs::remove_file(dir).map_err(|e| io_err(dir, e)),
-        Err(_) => Ok(()),
-    }
-}
-
-/// Take the work folder for one merge into `out`: its `run.lock` held (another merge into the
-/// same folder is refused), everything an interrupted merge left in it, and a swapped-out
-/// earlier merge left beside it, removed.
-fn take_work_dir(out: &Path) -> Result<(PathBuf, crate::results::lock::RunLock), MergeError> {
-    use crate::results::lock::{acquire, LockError};
-    let (tmp, old) = work_dirs(out);
-    let lock = acquire(&tmp).map_err(|e| match e {
-        LockError::Held { holder, .. } => MergeError::Out(format!(
-            "another `vlm-eval merge` ({holder}) is writing --out {} (in {}): wait for it to finish",
-            out.display(),
-            tmp.display()
-        )),
-        other => {
-            // Nobody holds it: what the failed attempt made of it goes (a full disk).
-            let _ = remove_if_there(&tmp);
-            MergeError::Write(StoreError::Io {
-                path: tmp.display().to_string(),
-                source: std::io::Error::other(other.to_string()),
-            })
-        }
-    })?;
-    for entry in fs::read_dir(&tmp).map_err(|e| io_err(&tmp, e))?.flatten() {
-        if entry.path() != lock.path {
-            remove_if_there(&entry.path())?;
-        }
-    }
-    remove_if_there(&old)?;
-    Ok((tmp, lock))
-}
-
-/// Put the finished work folder in place of `out`: an earlier `out` is first moved aside (one
-/// rename), the new folder renamed in, the earlier one removed last. Killed between any two
-/// steps, `out` is either the earlier folder, absent, or the new one: never a half.
-fn swap_in(tmp: &Path, out: &Path, lock: crate::results::lock::RunLock) -> Result<(), StoreError> {
-    let (_, old) = work_dirs(out);
-    fs::remove_file(&lock.path).map_err(|e| io_err(&lock.path, e))?;
-    let had_out = out.exists() || out.is_symlink();
-    if had_out {
-        fs::rename(out, &old).map_err(|e| io_err(out, e))?;
-        kill_point("swap");
-    }
-    fs::rename(tmp, out).map_err(|e| io_err(out, e))?;
-    drop(lock);
-    kill_point("renamed");
-    if had_out {
-        remove_if_there(&old)?;
-    }
-    Ok(())
-}
-
-/// The test hook of `tests/hostile_merge.rs`: `VLM_EVAL_MERGE_KILL_AT=<point>` makes the merge
-/// kill itself with SIGKILL at that point (`episode:<k>` after k episodes are copied, `summary`,
-/// `run-json`, `swap`, `renamed`), so the test can show that a merge killed anywhere is redone
-/// by `merge --force`. Unset (always, outside that test), it does nothing.
-fn kill_point(point: &str) {
-    if std::env::var("VLM_EVAL_MERGE_KILL_AT").is_ok_and(|v| v == point) {
-        #[cfg(unix)]
-        // SAFETY: kill(2) on this process's own pid; no memory is touched.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
-        std::process::abort();
-    }
 }
 
 /// Check every episode the merge will copy against its own record, on a few threads (frame

@@ -6,6 +6,8 @@ pub mod cache;
 pub mod episode;
 pub mod frames;
 pub mod merge;
+mod merge_error;
+mod merge_out;
 pub mod replay;
 pub mod runner;
 pub mod shard;

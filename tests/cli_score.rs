@@ -132,3 +132,34 @@ fn bad_input_is_one_line_naming_file_and_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(support::stderr(&out).contains("nope.jsonl"));
 }
+
+/// Output into a closed pipe (`vlm-eval score runs | head -1` once head has quit) ends the
+/// process as it ends `cat`: killed by SIGPIPE, with no panic message or backtrace on stderr.
+/// The pipe's read end is closed before the process starts, so its first line hits it.
+#[cfg(unix)]
+#[test]
+fn output_into_a_closed_pipe_ends_quietly_by_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let root = support::fresh_dir("pipe");
+    write_run(&root, 0, 20);
+    for args in [
+        vec!["score", root.to_str().unwrap()],
+        vec!["score", "--csv", root.to_str().unwrap()],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+            .args(&args)
+            .env("RUST_BACKTRACE", "1")
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("backtrace"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: {:?} {stderr}", out.status);
+    }
+}

@@ -5,7 +5,8 @@ use vlm_eval::cli;
 /// Output into a closed pipe (`vlm-eval score runs | head -1`) ends the process as it ends `cat`:
 /// killed by SIGPIPE, quietly. Rust ignores SIGPIPE so that a socket write fails with an error
 /// instead (sockets and child pipes keep that behaviour); `print!` then panics on the broken
-/// pipe, and this hook turns that one panic back into the signal.
+/// pipe, and this hook turns that one panic back into the signal. Any other failed write of the
+/// output (a full disk) is one error line and exit code 1, not a panic.
 fn quiet_broken_pipe() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -24,6 +25,11 @@ fn quiet_broken_pipe() {
                 libc::raise(libc::SIGPIPE);
             }
             std::process::exit(141);
+        }
+        if let Some(reason) = message.strip_prefix("failed printing to ") {
+            // Any other failed write of the output (a full disk, `> /dev/full`): one line, exit 1.
+            eprintln!("error: cannot write the output to {reason}; free space or send the output elsewhere");
+            std::process::exit(1);
         }
         default(info);
     }));

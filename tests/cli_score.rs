@@ -160,6 +160,37 @@ fn output_into_a_closed_pipe_ends_quietly_by_sigpipe() {
             !stderr.contains("panicked") && !stderr.contains("backtrace"),
             "{args:?}: {stderr}"
         );
-        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: {:?} {stderr}", out.status);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?} {stderr}",
+            out.status
+        );
     }
+}
+
+/// Output that cannot be written (`> /dev/full`: no space left) is one error line naming the
+/// reason, exit code 1, no panic.
+#[cfg(target_os = "linux")]
+#[test]
+fn output_that_cannot_be_written_is_one_error_line() {
+    let root = support::fresh_dir("full");
+    write_run(&root, 0, 20);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vlm-eval"))
+        .args(["score", root.to_str().unwrap()])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot write the output to stdout: No space left on device"),
+        "{stderr}"
+    );
 }

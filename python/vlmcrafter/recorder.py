@@ -338,9 +338,11 @@ class VectorRecorder(_Base):
         return self._directory
 
     def reset(self, *args, **kwargs):
-        result = self.env.reset(*args, **kwargs)
+        # Read the mask before the env resets: gymnasium's SyncVectorEnv pops "reset_mask" out of
+        # the caller's options dict (reading it afterwards took a masked reset for a full one).
         options = kwargs.get("options") or {}
         mask = options.get("reset_mask") if isinstance(options, dict) else None
+        result = self.env.reset(*args, **kwargs)
         if mask is None:
             # From a full reset on, a vlmcrafter VectorEnv's own counts (kept in Rust, in every
             # autoreset mode) replace the per-step bookkeeping here.

@@ -18,14 +18,9 @@ pins=$root/examples/requirements-ppo.txt
 steps=${STEPS:-4096}
 
 t_all=$(date +%s)
-t=$t_all
-part() {  # part NAME: print how long the previous part took, start timing NAME
-  local now
-  now=$(date +%s)
-  [[ -n "${PART:-}" ]] && echo "-- ppo_smoke: $PART: $((now - t)) s"
-  PART=$1
-  t=$now
-}
+WHO=ppo_smoke
+# shellcheck source=scripts/pinned_venv.sh
+source "$root/scripts/pinned_venv.sh"
 
 wheel=${1:-$(compgen -G "$root/target/pypkg-wheels/vlmcrafter-*.whl" | head -n 1 || true)}
 if [[ -z "$wheel" || ! -f "$wheel" ]]; then
@@ -34,16 +29,7 @@ if [[ -z "$wheel" || ! -f "$wheel" ]]; then
 fi
 
 part "venv .venv-ppo (pinned: examples/requirements-ppo.txt)"
-stamp=$(sha256sum "$pins" | cut -d' ' -f1)
-if [[ ! -x "$venv/bin/python" ]] || [[ "$(cat "$venv/pins.sha256" 2>/dev/null)" != "$stamp" ]]; then
-  rm -rf "$venv"
-  "${PYTHON:-python3}" -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$pins" \
-    || { echo "ppo_smoke: pip could not install $pins" >&2; exit 1; }
-  echo "$stamp" > "$venv/pins.sha256"
-else
-  echo "reusing $venv (pins unchanged)"
-fi
+pinned_venv "$venv" "$pins"
 
 part "install $(basename "$wheel")"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall "$wheel"

@@ -19,26 +19,12 @@ pins=$root/tests/python_pkg/requirements.txt
 wheels=$root/target/pypkg-wheels
 
 t_all=$(date +%s)
-t=$t_all
-part() {  # part NAME: print how long the previous part took, start timing NAME
-  local now
-  now=$(date +%s)
-  [[ -n "${PART:-}" ]] && echo "-- python_pkg_check: $PART: $((now - t)) s"
-  PART=$1
-  t=$now
-}
+WHO=python_pkg_check
+# shellcheck source=scripts/pinned_venv.sh
+source "$root/scripts/pinned_venv.sh"
 
 part "venv .venv-pypkg (pinned: tests/python_pkg/requirements.txt)"
-stamp=$(sha256sum "$pins" | cut -d' ' -f1)
-if [[ ! -x "$venv/bin/python" ]] || [[ "$(cat "$venv/pins.sha256" 2>/dev/null)" != "$stamp" ]]; then
-  rm -rf "$venv"
-  "${PYTHON:-python3}" -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$pins" \
-    || { echo "python_pkg_check: pip could not install $pins" >&2; exit 1; }
-  echo "$stamp" > "$venv/pins.sha256"
-else
-  echo "reusing $venv (pins unchanged)"
-fi
+pinned_venv "$venv" "$pins"
 
 part "the CLI binary (cargo build --release --bin vlm-eval)"
 cargo build --release --quiet --bin vlm-eval

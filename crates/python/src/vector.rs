@@ -79,7 +79,9 @@ struct Slot {
     /// Steps and real reward of the running episode (for the stats recorder).
     ep_length: u32,
     ep_reward: f64,
-    /// The episode that ended on the last step (cleared by every step and reset).
+    /// The episode that ended on this env's last advance (cleared by the next one). A slot a
+    /// masked reset leaves out keeps it, but `VectorEnv::last_finished`, cleared by every
+    /// reset, is what is read, and every step advances every slot.
     finished: Option<Finished>,
 }
 
@@ -111,6 +113,7 @@ impl Slot {
     ) {
         let Some(action) = action else { return };
         self.ended = false;
+        self.finished = None;
         if self.pending_reset {
             self.engine.reset_into(out);
             self.pending_reset = false;
@@ -552,9 +555,6 @@ impl VectorEnv {
         let reward = self.reward;
         let mode = self.mode;
         let slots = &mut self.slots;
-        for s in slots.iter_mut() {
-            s.finished = None;
-        }
         let pool = self.pool.as_ref();
         self.busy = true;
         py.detach(move || {

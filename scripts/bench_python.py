@@ -79,35 +79,14 @@ def play_text(env, steps, fmt):
     return spent / steps * 1e6
 
 
-def play_vector(n, size, env_steps):
-    venv = vc.VectorEnv(n, seed=0, size=(size, size), textures=ASSETS)
+def play_vector_env(env, n, env_steps, reset):
+    """env-steps/s of a vector env of `n` envs over `env_steps` env-steps (`reset()` and the
+    autoresets included), random actions (a fresh array per step, as a policy gives); closes it.
+    Returns (rate, episode ends)."""
     calls = max(1, env_steps // n)
     acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
     t0 = time.perf_counter()
-    venv.reset()
-    ends = 0
-    for row in acts:
-        _, _, terminated, truncated, _ = venv.step(row)
-        ends += int(terminated.sum() + truncated.sum())
-    rate = calls * n / (time.perf_counter() - t0)
-    venv.close()
-    return rate, ends
-
-
-def play_make_vec(n, size, env_steps, mode, logdir=None):
-    """env-steps/s of `gymnasium.make_vec(ID, num_envs=n, autoreset_mode=mode)`, random actions
-    (a fresh array per step, as a policy gives), autoresets included; returns (rate, ends).
-    With `logdir`, under `VectorRecorder` writing stats.jsonl there."""
-    env = gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
-                             size=(size, size), textures=ASSETS)
-    if logdir is not None:
-        from vlmcrafter.recorder import VectorRecorder
-
-        env = VectorRecorder(env, logdir)
-    calls = max(1, env_steps // n)
-    acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
-    t0 = time.perf_counter()
-    env.reset(seed=0)
+    reset()
     ends = 0
     for row in acts:
         _, _, terminated, truncated, _ = env.step(row)
@@ -115,6 +94,24 @@ def play_make_vec(n, size, env_steps, mode, logdir=None):
     rate = calls * n / (time.perf_counter() - t0)
     env.close()
     return rate, ends
+
+
+def play_vector(n, size, env_steps):
+    venv = vc.VectorEnv(n, seed=0, size=(size, size), textures=ASSETS)
+    return play_vector_env(venv, n, env_steps, venv.reset)
+
+
+def play_make_vec(n, size, env_steps, mode, logdir=None):
+    """env-steps/s of `gymnasium.make_vec(ID, num_envs=n, autoreset_mode=mode)` from
+    `reset(seed=0)` (see `play_vector_env`); with `logdir`, under `VectorRecorder` writing
+    stats.jsonl there."""
+    env = gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
+                             size=(size, size), textures=ASSETS)
+    if logdir is not None:
+        from vlmcrafter.recorder import VectorRecorder
+
+        env = VectorRecorder(env, logdir)
+    return play_vector_env(env, n, env_steps, lambda: env.reset(seed=0))
 
 
 def make_vec_modes(n, size, env_steps, repeats):

@@ -41,6 +41,16 @@ def crafter_lines(seeds, actions, mode, folder, **kwargs):
     return lines
 
 
+def play(rec, actions, mode):
+    """Step the recorded vector env through `actions` (with DISABLED autoreset, a masked reset of
+    the envs that ended after each step), then close it."""
+    for a in actions:
+        _, _, term, trunc, _ = rec.step(a)
+        if mode == "Disabled" and (term | trunc).any():
+            rec.reset(options={"reset_mask": term | trunc})
+    rec.close()
+
+
 def our_lines(folder):
     return (folder / "stats.jsonl").read_text().splitlines()
 
@@ -65,11 +75,7 @@ def test_native_vector_env_equals_crafter(assets, tmp_path, length, steps, mode)
     inner = vc.VectorEnv(n, seed=seeds, length=length, textures=assets, autoreset_mode=mode)
     venv = VectorRecorder(inner, tmp_path / "ours")
     venv.reset()
-    for a in actions:
-        _, _, term, trunc, _ = venv.step(a)
-        if mode == "Disabled" and (term | trunc).any():
-            venv.reset(options={"reset_mask": term | trunc})
-    venv.close()
+    play(venv, actions, mode)
     ref = crafter_lines(seeds, actions, mode, tmp_path, length=length)
     assert_same_lines(our_lines(tmp_path / "ours"), ref, min_episodes=n)
     assert venv.episodes_recorded == len(ref)
@@ -100,11 +106,7 @@ def test_gymnasium_sync_vector_env_every_autoreset_mode(assets, tmp_path, mode, 
     assert isinstance(rec, gymnasium.vector.VectorWrapper)
     rec.reset(seed=seeds)
     actions = np.random.RandomState(seeds[0] % 2**32).randint(0, 17, size=(steps, n))
-    for a in actions:
-        _, _, term, trunc, _ = rec.step(a)
-        if mode == "Disabled" and (term | trunc).any():
-            rec.reset(options={"reset_mask": term | trunc})
-    rec.close()
+    play(rec, actions, mode)
     ref = crafter_lines(seeds, actions, mode, tmp_path, length=length)
     if seed_set == "death apart" and mode == "Disabled":
         assert any('"length": 28,' in line for line in ref), "the seeds no longer give a death apart"

@@ -8,14 +8,15 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::cli::error::{CliError, EXIT_USAGE};
-use crate::model::local::backend::cpu::packed::CpuPacked;
-use crate::model::local::backend::Backend;
-use crate::model::local::bench::{bench_local, BenchOptions, LocalBenchReport};
-use crate::model::local::config::ModelConfig;
-use crate::model::local::device::{default_dtype, with_backend, DType, Device, WithBackend};
-use crate::model::local::engine::Engine;
-use crate::model::local::parity::{self, ParityResult, Reference};
-use crate::model::local::LocalError;
+use vlm_eval_local::backend::cpu::packed::CpuPacked;
+use vlm_eval_local::backend::Backend;
+use vlm_eval_local::backend::DType;
+use vlm_eval_local::bench::{bench_local, BenchOptions, LocalBenchReport};
+use vlm_eval_local::config::ModelConfig;
+use vlm_eval_local::device::{default_dtype, with_backend, Device, WithBackend};
+use vlm_eval_local::engine::Engine;
+use vlm_eval_local::parity::{self, ParityResult, Reference};
+use vlm_eval_local::LocalError;
 
 /// The H200's measured device-copy bandwidth (GB/s), the default CUDA roofline.
 pub const H200_COPY_GBS: f64 = 4300.0;

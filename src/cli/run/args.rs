@@ -154,14 +154,14 @@ pub struct RunArgs {
     pub turn_deadline: Option<f64>,
     /// Device for `--model local:DIR` [default: cpu].
     #[arg(long, value_enum)]
-    pub device: Option<crate::model::local::chat::Device>,
+    pub device: Option<vlm_eval_local::device::Device>,
     /// Weight precision for `--model local:DIR` [default: f32 on cpu, bf16 on cuda].
     #[arg(long, value_enum)]
-    pub dtype: Option<crate::model::local::chat::DType>,
+    pub dtype: Option<vlm_eval_local::backend::DType>,
     /// Thinking for `--model local:DIR` with a thinking model (Qwen3.5): the chat template's
     /// `enable_thinking` [default: off, short replies that hold the action].
     #[arg(long, value_enum)]
-    pub thinking: Option<crate::model::local::chat::Thinking>,
+    pub thinking: Option<vlm_eval_local::device::Thinking>,
     /// Image detail sent with frames: low, high or auto (omitted by default).
     #[arg(long, value_parser = ["low", "high", "auto"])]
     pub image_detail: Option<String>,

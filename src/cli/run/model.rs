@@ -43,8 +43,9 @@ pub(crate) fn load_local(
     dir: &Path,
     a: &RunArgs,
     concurrency: usize,
-) -> Result<crate::model::local::chat::LocalModel, CliError> {
-    use crate::model::local::chat::{Device, LocalModel, LocalOptions};
+) -> Result<crate::model::local::LocalModel, CliError> {
+    use crate::model::local::{LocalModel, LocalOptions};
+    use vlm_eval_local::device::Device;
     let opts = LocalOptions {
         dir: dir.to_path_buf(),
         device: a.device.unwrap_or(Device::Cpu),
@@ -55,7 +56,7 @@ pub(crate) fn load_local(
     tracing::info!("loading local model from {}", dir.display());
     LocalModel::load(name, &opts).map_err(|e| match e {
         // Device errors carry their own fix (drivers, libraries, --device cpu).
-        crate::model::local::LocalError::Device(_) => CliError::usage(e.to_string()),
+        vlm_eval_local::LocalError::Device(_) => CliError::usage(e.to_string()),
         _ => CliError::usage(format!(
             "--model local:{}: {e} (fix the checkpoint folder or choose another model)",
             dir.display()

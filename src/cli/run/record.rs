@@ -48,7 +48,7 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         config["shard"] = json!({"index": shard.index, "count": shard.count, "all_seeds": seeds_value(&rr.all_seeds)});
     }
     if rr.local_dir.is_some() {
-        use crate::model::local::device::{default_dtype, Device};
+        use vlm_eval_local::device::{default_dtype, Device};
         config["thinking"] = json!(a.thinking.unwrap_or_default().as_str());
         let device = a.device.unwrap_or(Device::Cpu);
         config["device"] = json!(device.name());

@@ -17,7 +17,7 @@ use crate::eval::cache::ResponseCache;
 use crate::eval::episode::EpisodeConfig;
 use crate::eval::runner::{run_shown, Display, RunOptions, RunOutcome};
 use crate::model::baseline::{BalrogScriptedModel, RandomModel, ScriptedModel};
-use crate::model::local::chat::LocalModel;
+use crate::model::local::LocalModel;
 use crate::model::mock::MockServer;
 use crate::model::openai::OpenAiModel;
 use crate::model::ChatModel;

@@ -3,19 +3,17 @@
 //! it skipped; `VLM_EVAL_REQUIRE_CUDA=1` (set by scripts/gpu_check.sh) turns skips into failures.
 //! The NVRTC test needs only libnvrtc (CI installs the pip wheel and sets
 //! `VLM_EVAL_REQUIRE_NVRTC=1` so that it cannot skip), no GPU.
-#![cfg(feature = "cuda")]
-
-mod support;
-
 use std::path::PathBuf;
 
-use vlm_eval::model::local::backend::cpu::Cpu;
-use vlm_eval::model::local::backend::cuda::{self, Cuda};
-use vlm_eval::model::local::backend::{hybrid, AttnShape, BResult, Backend, DeltaShape};
-use vlm_eval::model::local::device::DType;
-use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
-use vlm_eval::model::local::preprocess::{preprocess_image, ImageInput};
-use vlm_eval::model::local::sampling::{argmax, SamplingParams};
+use crate::support;
+
+use vlm_eval_local::backend::cpu::Cpu;
+use vlm_eval_local::backend::cuda::{self, Cuda};
+use vlm_eval_local::backend::DType;
+use vlm_eval_local::backend::{hybrid, AttnShape, BResult, Backend, DeltaShape};
+use vlm_eval_local::engine::{Engine, GenParams, Prompt};
+use vlm_eval_local::preprocess::{preprocess_image, ImageInput};
+use vlm_eval_local::sampling::{argmax, SamplingParams};
 
 fn required() -> bool {
     std::env::var("VLM_EVAL_REQUIRE_CUDA").is_ok_and(|v| v == "1")
@@ -673,93 +671,6 @@ fn tiny_model_bf16_matches_an_emulation_of_its_rounding() {
         "top-1 agreement with the emulation {agree_emu}"
     );
     assert_eq!(e.generate(prompt, greedy(8)).unwrap().tokens, want_tokens);
-}
-
-/// `vlm-eval bench parity --device cuda` on the tiny fixture with extra environment.
-fn parity_child(env: &[(&str, &str)], dtype: &str) -> (Option<i32>, String) {
-    let mut cmd = support::command();
-    cmd.args(["bench", "parity", "--model-dir"])
-        .arg(fixture())
-        .args(["--device", "cuda", "--dtype", dtype, "--positions", "4"]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    let line = err
-        .lines()
-        .find(|l| l.starts_with("error:"))
-        .unwrap_or_default()
-        .to_string();
-    assert!(!err.contains("panicked"), "{err}");
-    (out.status.code(), line)
-}
-
-#[test]
-fn driver_too_old_for_nvrtc_or_bf16_is_a_one_line_error() {
-    // Conditions no GPU can be put in on demand; the stand-in's driver version and compute
-    // capability can be set (tests/cuda_standin/README.md).
-    let Some(g) = gpu(DType::F32) else { return };
-    if !g.info.name.starts_with("CUDA stand-in") {
-        eprintln!("skipped: needs the CUDA stand-in (scripts/cuda_standin.sh) to fake the driver");
-        return;
-    }
-    // NVRTC's PTX is newer than a CUDA 12.4 driver can load.
-    let (code, line) = parity_child(&[("CUDA_STANDIN_DRIVER_VERSION", "12040")], "f32");
-    assert_eq!(code, Some(2), "{line}");
-    assert!(line.contains("driver (CUDA 12.4)"), "{line}");
-    assert!(line.contains("NVRTC no newer than CUDA 12.4"), "{line}");
-    // bf16 needs compute capability 8.0; f32 runs on 7.5.
-    let env = [("CUDA_STANDIN_CC", "7.5")];
-    let (code, line) = parity_child(&env, "bf16");
-    assert_eq!(code, Some(2), "{line}");
-    assert!(line.contains("compute capability 8.0"), "{line}");
-    assert!(line.contains("--dtype f32"), "{line}");
-    assert_eq!(parity_child(&env, "f32").0, Some(0));
-}
-
-#[test]
-fn cuda_without_a_driver_is_a_one_line_error() {
-    // The child runs without LD_LIBRARY_PATH, so libraries found only through it (pip wheels,
-    // scripts/cuda_standin.sh's stand-in) are missing there; system-wide ones are not.
-    let out_dir = support::scratch("cuda-missing");
-    let out = support::command()
-        .env_remove("LD_LIBRARY_PATH")
-        .args(["--model", &format!("local:{}", fixture().display())])
-        .args([
-            "--device", "cuda", "--seeds", "1", "--steps", "1", "--quiet", "--out",
-        ])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    let line = err
-        .lines()
-        .find(|l| l.starts_with("error:"))
-        .unwrap_or_default();
-    let known = [
-        "libcuda.so.1 (NVIDIA driver)",
-        "libcublas (cuBLAS)",
-        "libnvrtc (NVRTC)",
-    ];
-    let named: Vec<&str> = known.iter().copied().filter(|m| line.contains(m)).collect();
-    if named.is_empty() && cuda::missing_libraries().is_empty() {
-        eprintln!(
-            "skipped: the CUDA libraries are installed system-wide, so there is no \
-             missing-library path to test (child exit {:?})",
-            out.status.code()
-        );
-        return;
-    }
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(line.contains("not found"), "{line}");
-    assert!(!named.is_empty(), "{line} names no missing library");
-    // What this process lacks even with LD_LIBRARY_PATH, the child lacks too.
-    for m in cuda::missing_libraries() {
-        assert!(line.contains(m), "{line} does not name {m}");
-    }
-    assert!(line.contains("--device cpu"), "{line} gives no way out");
 }
 
 // ---- Qwen3.5 ops and the tiny Qwen3.5 fixture ------------------------------------------------

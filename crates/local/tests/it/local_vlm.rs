@@ -1,17 +1,15 @@
 //! The local Qwen2-VL against references computed by transformers (scripts/make_qwen2vl_fixtures.py):
 //! token ids, pixel patches, M-RoPE positions, image embeddings, prefill logits and greedy tokens.
 
-mod support;
-
 use std::path::PathBuf;
 
+use crate::support::{self, max_abs_diff, Reference};
 use serde_json::{json, Value};
-use support::{max_abs_diff, Reference};
-use vlm_eval::model::local::backend::cpu::packed::CpuPacked;
-use vlm_eval::model::local::engine::{Engine, GenParams, Prompt};
-use vlm_eval::model::local::preprocess::{mrope_positions, preprocess_image, ImageInput};
-use vlm_eval::model::local::sampling::SamplingParams;
-use vlm_eval::model::local::weights::Weights;
+use vlm_eval_local::backend::cpu::packed::CpuPacked;
+use vlm_eval_local::engine::{Engine, GenParams, Prompt};
+use vlm_eval_local::preprocess::{mrope_positions, preprocess_image, ImageInput};
+use vlm_eval_local::sampling::SamplingParams;
+use vlm_eval_local::weights::Weights;
 
 const FIXTURE: &str = "tiny-qwen2vl";
 
@@ -199,100 +197,4 @@ fn stop_ids_end_generation() {
     let g = e.generate(p, params).unwrap();
     assert_eq!(g.tokens, r.greedy[..k]);
     assert_eq!(g.finish_reason, "stop");
-}
-
-#[test]
-fn run_command_plays_with_the_local_model() {
-    let out = support::scratch("local_vlm_run");
-    let model = format!("local:{}", fixture().display());
-    let o = support::command()
-        .args([
-            "--model",
-            &model,
-            "--device",
-            "cpu",
-            "--seeds",
-            "2",
-            "--steps",
-            "3",
-            "--max-tokens",
-            "24",
-        ])
-        .args(["--run-name", "tiny", "--quiet", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let run = vlm_eval::results::run::open_run(&out.join("tiny")).unwrap();
-    assert_eq!(run.episodes.len(), 2);
-    let traj = std::fs::read_to_string(run.episode_dir(0).join("trajectory.jsonl")).unwrap();
-    let first: Value = serde_json::from_str(traj.lines().next().unwrap()).unwrap();
-    let text = first.to_string();
-    // The reply carries the engine's accounting.
-    assert!(
-        text.contains("decode_tokens_per_s") && text.contains("ttft_ms"),
-        "{text}"
-    );
-}
-
-#[test]
-fn bad_checkpoint_folder_is_a_usage_error() {
-    let results = support::scratch("bad_checkpoint_results");
-    let o = support::command()
-        .args([
-            "--model",
-            "local:/nonexistent/ckpt",
-            "--seeds",
-            "1",
-            "--steps",
-            "1",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&results)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(errors.len(), 1, "{err}");
-    assert!(errors[0].contains("/nonexistent/ckpt"), "{err}");
-    // The checkpoint is read before the run folder is made: a bad one leaves no folder behind.
-    assert!(!results.exists(), "{} was created", results.display());
-    // bf16 weights run on the CPU too, and run.json says so.
-    let out = support::scratch("local_vlm_bf16");
-    let o = support::command()
-        .args([
-            "--model",
-            &format!("local:{}", fixture().display()),
-            "--dtype",
-            "bf16",
-            "--seeds",
-            "1",
-            "--steps",
-            "2",
-            "--max-tokens",
-            "24",
-            "--run-name",
-            "bf16",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let info: Value =
-        serde_json::from_slice(&std::fs::read(out.join("bf16").join("run.json")).unwrap()).unwrap();
-    assert_eq!(info["config"]["dtype"], "bf16", "{info}");
-    assert_eq!(info["config"]["device"], "cpu", "{info}");
 }

@@ -23,8 +23,12 @@ ROOT=$PWD
 export CARGO_TERM_COLOR=never
 WORK=$ROOT/target/cuda-standin
 NVRTC_WHEEL=nvidia-cuda-nvrtc==13.5.37
-FIXTURE=tests/fixtures/tiny-qwen2vl
-FIXTURE35=tests/fixtures/tiny-qwen35
+FIXTURE=crates/local/tests/fixtures/tiny-qwen2vl
+FIXTURE35=crates/local/tests/fixtures/tiny-qwen35
+# The CUDA tests: the modules named cuda_backend of the local model's test binary (the backend
+# against the CPU one) and of vlm-eval's test target $CLI_TEST (error lines through the binary).
+CUDA_FILTER=cuda_backend::
+CLI_TEST=local_cli
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 elapsed() { # elapsed START_MS -> "12.3 s"
@@ -94,27 +98,31 @@ build_standin() {
   ln -sf libcublas.so.13 "$out/lib/libcublas.so"
 }
 
-# build_suite TREE LOG: build the CUDA test target and the binary of TREE (cargo's output to
-# LOG); sets SUITE_TEST_BIN and SUITE_VLM_BIN.
+# build_suite TREE LOG: build the CUDA test targets and the binary of TREE (cargo's output to
+# LOG); sets SUITE_TEST_BIN (crates/local's tests), SUITE_CLI_BIN (vlm-eval's $CLI_TEST) and
+# SUITE_VLM_BIN.
 build_suite() {
   local tree=$1 log=$2 json t
   t=$(now_ms)
-  json=$(cd "$tree" && cargo test --release --features cuda --test cuda_backend --no-run \
-    --message-format=json 2>>"$log") || { echo "build failed (log: $log)" >&2; return 5; }
-  SUITE_TEST_BIN=$(python3 -c '
+  json=$(cd "$tree" && cargo test --release --features cuda -p vlm-eval -p vlm-eval-local \
+    --test it --test "$CLI_TEST" --no-run --message-format=json 2>>"$log") \
+    || { echo "build failed (log: $log)" >&2; return 5; }
+  artifact() { # artifact PACKAGE TARGET KIND: the executable cargo built for it
+    python3 -c '
 import json, sys
+pkg, name, kind = sys.argv[1:]
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "cuda_backend":
-        print(m["executable"])' <<<"$json")
-  SUITE_VLM_BIN=$(python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "vlm-eval" and "bin" in m["target"]["kind"]:
-        print(m["executable"])' <<<"$json")
-  [[ -x "$SUITE_TEST_BIN" && -x "$SUITE_VLM_BIN" ]] \
-    || { echo "cargo built no cuda_backend test or vlm-eval binary" >&2; return 5; }
+    if (m.get("reason") == "compiler-artifact" and m.get("executable")
+            and m["package_id"].split("#")[-1].split("@")[0] == pkg
+            and m["target"]["name"] == name and kind in m["target"]["kind"]):
+        print(m["executable"])' "$1" "$2" "$3" <<<"$json"
+  }
+  SUITE_TEST_BIN=$(artifact vlm-eval-local it test)
+  SUITE_CLI_BIN=$(artifact vlm-eval "$CLI_TEST" test)
+  SUITE_VLM_BIN=$(artifact vlm-eval vlm-eval bin)
+  [[ -x "$SUITE_TEST_BIN" && -x "$SUITE_CLI_BIN" && -x "$SUITE_VLM_BIN" ]] \
+    || { echo "cargo built no CUDA test binaries or vlm-eval binary" >&2; return 5; }
   echo "   build: $(elapsed "$t")" >>"$log.times"
 }
 
@@ -131,11 +139,15 @@ run_suite() {
     export LD_LIBRARY_PATH="$lib:$nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export VLM_EVAL_REQUIRE_CUDA=1 VLM_EVAL_REQUIRE_NVRTC=1 CUDA_STANDIN_MARK="$mark"
     t=$(now_ms)
-    timeout "${STANDIN_TEST_TIMEOUT:-600}" "$SUITE_TEST_BIN" --nocapture >>"$log" 2>&1 || exit 1
+    timeout "${STANDIN_TEST_TIMEOUT:-600}" "$SUITE_TEST_BIN" "$CUDA_FILTER" --nocapture >>"$log" 2>&1 \
+      || exit 1
+    timeout "${STANDIN_TEST_TIMEOUT:-600}" "$SUITE_CLI_BIN" "$CUDA_FILTER" --nocapture >>"$log" 2>&1 \
+      || exit 1
     echo "   cuda tests: $(elapsed "$t")" >>"$log.times"
     t=$(now_ms)
     # bf16 rounding alone flips about 3 % of the tiny random model's near-tie top-1s (the 0.99
-    # gate is for real shapes; tests/cuda_backend.rs holds bf16 to an emulation of its rounding).
+    # gate is for real shapes; crates/local/tests/it/cuda_backend.rs holds bf16 to an emulation of
+    # its rounding).
     timeout 300 "$SUITE_VLM_BIN" bench parity --model-dir "$FIXTURE" --device cuda --dtype both \
       --min-top1 0.95 >>"$log" 2>&1 || exit 2
     # Qwen3.5 against transformers' own logits (the fixture's reference file).
@@ -156,28 +168,28 @@ run_suite() {
 # --- mutants ----------------------------------------------------------------------------------
 # NAME|FILE|FROM|TO: one bug each, applied to a scratch copy (FROM must occur exactly once).
 MUTANTS=(
-  "rms-rsqrt|src/model/local/backend/cuda/kernels.cu|float r = rsqrtf(block_sum(s, red) / (float)dim + eps);|float r = sqrtf(block_sum(s, red) / (float)dim + eps);"
-  "attn-tile-off-by-one|src/model/local/backend/cuda/kernels.cu|for (int jj = 0; jj < cnt; ++jj) {|for (int jj = 0; jj <= cnt; ++jj) {"
-  "attn-causal-off-by-one|src/model/local/backend/cuda/kernels.cu|int visible = causal ? (n_kv - n_q + i + 1) : n_kv;|int visible = causal ? (n_kv - n_q + i) : n_kv;"
-  "attn-shared-too-small|src/model/local/backend/cuda/kernels.cu|__shared__ float ps[ATT_T];|__shared__ float ps[ATT_T / 2];"
-  "no-barrier-block-sum|src/model/local/backend/cuda/kernels.cu|    if (lane == 0) red[warp] = v;
+  "rms-rsqrt|crates/local/src/backend/cuda/kernels.cu|float r = rsqrtf(block_sum(s, red) / (float)dim + eps);|float r = sqrtf(block_sum(s, red) / (float)dim + eps);"
+  "attn-tile-off-by-one|crates/local/src/backend/cuda/kernels.cu|for (int jj = 0; jj < cnt; ++jj) {|for (int jj = 0; jj <= cnt; ++jj) {"
+  "attn-causal-off-by-one|crates/local/src/backend/cuda/kernels.cu|int visible = causal ? (n_kv - n_q + i + 1) : n_kv;|int visible = causal ? (n_kv - n_q + i) : n_kv;"
+  "attn-shared-too-small|crates/local/src/backend/cuda/kernels.cu|__shared__ float ps[ATT_T];|__shared__ float ps[ATT_T / 2];"
+  "no-barrier-block-sum|crates/local/src/backend/cuda/kernels.cu|    if (lane == 0) red[warp] = v;
     __syncthreads();
     float r = lane < warps ? red[lane] : 0.f;|    if (lane == 0) red[warp] = v;
     float r = lane < warps ? red[lane] : 0.f;"
-  "bf16-truncate|src/model/local/backend/cuda/kernels.cu|    u += 0x7fffu + ((u >> 16) & 1u);
+  "bf16-truncate|crates/local/src/backend/cuda/kernels.cu|    u += 0x7fffu + ((u >> 16) & 1u);
     return (bf16_t)(u >> 16);|    return (bf16_t)(u >> 16);"
-  "gemv-lane-stride|src/model/local/backend/cuda/kernels.cu|for (int c = lane; c < k / 8; c += 32) {|for (int c = lane; c < k / 8; c += 31) {"
-  "delta-rule-no-decay|src/model/local/backend/cuda/kernels.cu|                s[ii] *= decay;|                (void)decay;"
-  "delta-rule-kv-head|src/model/local/backend/cuda/kernels.cu|    int kh = h / (hv / hk);|    int kh = h % hk;"
-  "conv-state-kept|src/model/local/backend/cuda/kernels.cu|        if (j < past) state[(size_t)j * ch + c] = win[j];|        // the state is not saved"
-  "sgemm-transpose|src/model/local/backend/cuda/matmul.rs|                    transa: cublasOperation_t::CUBLAS_OP_T,|                    transa: cublasOperation_t::CUBLAS_OP_N,"
-  "gemmex-ldc|src/model/local/backend/cuda/matmul.rs|                        cudaDataType_t::CUDA_R_32F,
+  "gemv-lane-stride|crates/local/src/backend/cuda/kernels.cu|for (int c = lane; c < k / 8; c += 32) {|for (int c = lane; c < k / 8; c += 31) {"
+  "delta-rule-no-decay|crates/local/src/backend/cuda/kernels.cu|                s[ii] *= decay;|                (void)decay;"
+  "delta-rule-kv-head|crates/local/src/backend/cuda/kernels.cu|    int kh = h / (hv / hk);|    int kh = h % hk;"
+  "conv-state-kept|crates/local/src/backend/cuda/kernels.cu|        if (j < past) state[(size_t)j * ch + c] = win[j];|        // the state is not saved"
+  "sgemm-transpose|crates/local/src/backend/cuda/matmul.rs|                    transa: cublasOperation_t::CUBLAS_OP_T,|                    transa: cublasOperation_t::CUBLAS_OP_N,"
+  "gemmex-ldc|crates/local/src/backend/cuda/matmul.rs|                        cudaDataType_t::CUDA_R_32F,
                         m_,|                        cudaDataType_t::CUDA_R_32F,
                         n_,"
-  "attn-shared-mem-at-launch|src/model/local/backend/cuda/mod.rs|            block_dim: (ATT_T, 1, 1),
+  "attn-shared-mem-at-launch|crates/local/src/backend/cuda/mod.rs|            block_dim: (ATT_T, 1, 1),
             shared_mem_bytes: 0,|            block_dim: (ATT_T, 1, 1),
             shared_mem_bytes: (s.hd * n_kv * 4) as u32,"
-  "per-row-block-too-small|src/model/local/backend/cuda/mod.rs|fn per_row(rows: usize) -> LaunchConfig {
+  "per-row-block-too-small|crates/local/src/backend/cuda/mod.rs|fn per_row(rows: usize) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (rows as u32, 1, 1),
         block_dim: (BLOCK, 1, 1),|fn per_row(rows: usize) -> LaunchConfig {
@@ -244,7 +256,7 @@ run_mutants() {
     echo "== mutant $name ($file)"
     t=$(now_ms)
     make_scratch "$i" "$scratch"
-    build_standin "$scratch/src/model/local/backend/cuda/kernels.cu" "$WORK/mutants/standin"
+    build_standin "$scratch/crates/local/src/backend/cuda/kernels.cu" "$WORK/mutants/standin"
     log=$WORK/mutants/$name.log
     rm -f "$log" "$log.times"
     rc=0
@@ -294,7 +306,7 @@ case "$mode" in
     for i in "${!MUTANTS[@]}"; do printf '%-28s %s\n' "$(mutant_field "$i" 1)" "$(mutant_field "$i" 2)"; done
     ;;
   --build)
-    build_standin "$ROOT/src/model/local/backend/cuda/kernels.cu" "$WORK/standin"
+    build_standin "$ROOT/crates/local/src/backend/cuda/kernels.cu" "$WORK/standin"
     echo "$WORK/standin/lib"
     ;;
   --mutants)
@@ -307,7 +319,7 @@ case "$mode" in
     ;;
   "")
     start=$(now_ms)
-    build_standin "$ROOT/src/model/local/backend/cuda/kernels.cu" "$WORK/standin"
+    build_standin "$ROOT/crates/local/src/backend/cuda/kernels.cu" "$WORK/standin"
     echo "stand-in built in $(elapsed "$start"): $WORK/standin/lib"
     rm -f "$WORK/suite.log" "$WORK/suite.log.times"
     rc=0

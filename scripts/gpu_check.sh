@@ -25,11 +25,12 @@ cd "$(dirname "$0")/.."
 if [[ "${1:-}" == --prepare ]]; then
   set -e
   cargo build --release --features cuda
-  test_bin=$(cargo test --release --features cuda --test cuda_backend --no-run --message-format=json 2>/dev/null \
+  # crates/local's test binary; step 2 runs its cuda_backend module.
+  test_bin=$(cargo test --release --features cuda -p vlm-eval-local --test it --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "cuda_backend":
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "it":
         print(m["executable"])')
   mkdir -p .gpu
   cp target/release/vlm-eval .gpu/vlm-eval
@@ -81,13 +82,14 @@ for d in ${NV//:/ }; do ls "$d"; done | grep -E 'libcublas|libnvrtc|libcudart' |
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)' \
   | tee -a "$OUT/gpu.txt"
 
-export VLM_EVAL_REQUIRE_CUDA=1 VLM_EVAL_FIXTURE=$PWD/tests/fixtures/tiny-qwen2vl
-export VLM_EVAL_FIXTURE35=$PWD/tests/fixtures/tiny-qwen35
-step cuda_tests 120 "$TESTS" --test-threads=1 --nocapture
+FIXTURES=crates/local/tests/fixtures
+export VLM_EVAL_REQUIRE_CUDA=1 VLM_EVAL_FIXTURE=$PWD/$FIXTURES/tiny-qwen2vl
+export VLM_EVAL_FIXTURE35=$PWD/$FIXTURES/tiny-qwen35
+step cuda_tests 120 "$TESTS" cuda_backend:: --test-threads=1 --nocapture
 # bf16 flips ~3 % of the tiny random model's near-tie top-1s by itself: 0.99 is for real shapes.
-step parity_tiny 60 "$BIN" bench parity --model-dir tests/fixtures/tiny-qwen2vl --device cuda \
+step parity_tiny 60 "$BIN" bench parity --model-dir $FIXTURES/tiny-qwen2vl --device cuda \
   --min-top1 0.95 --json "$OUT/parity_tiny.json"
-step run_tiny 90 "$BIN" --model local:tests/fixtures/tiny-qwen2vl --device cuda --seeds 4 --steps 3 \
+step run_tiny 90 "$BIN" --model local:$FIXTURES/tiny-qwen2vl --device cuda --seeds 4 --steps 3 \
   --out "$OUT/runs" --run-name tiny-cuda --quiet
 step hf_baseline 240 python3 scripts/hf_baseline.py "${TINY[@]}" --save "$CKPT" --new 128 --batch 1,16 \
   --reference "$CKPT/reference.safetensors" --json "$OUT/hf_baseline.json"
@@ -103,7 +105,7 @@ step parity_hf 120 "$BIN" bench parity --model-dir "$CKPT" --device cuda --dtype
 
 # Qwen3.5 (issue 20): the tiny fixture against transformers' own logits (f32 and bf16), then
 # 0.8B shapes side by side with transformers.
-Q35=tests/fixtures/tiny-qwen35
+Q35=$FIXTURES/tiny-qwen35
 step parity_q35 90 "$BIN" bench parity --model-dir "$Q35" --device cuda --dtype both \
   --reference "$Q35/reference.safetensors" --min-top1 0.9 --json "$OUT/parity_q35.json"
 step hf_qwen35 300 python3 scripts/hf_baseline.py "${TINY[@]}" --family qwen35 --save "$W35" \

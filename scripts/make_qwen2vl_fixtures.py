@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the tiny random-weight Qwen2-VL fixture used by the local-model tests.
 
-Writes into tests/fixtures/tiny-qwen2vl/ (about 1-2 MB, committed; CI never runs this):
+Writes into crates/local/tests/fixtures/tiny-qwen2vl/ (about 1-2 MB, committed; CI never runs this):
   config.json, model.safetensors, generation_config.json     tiny Qwen2-VL (transformers layout)
   tokenizer.json, tokenizer_config.json, chat_template.jinja  byte-level BPE trained offline here
   preprocessor_config.json                                    Qwen2VLImageProcessorPil defaults
@@ -35,7 +35,7 @@ from transformers import PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForCondi
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "tiny-qwen2vl")
+    os.path.dirname(os.path.abspath(__file__)), "..", "crates", "local", "tests", "fixtures", "tiny-qwen2vl")
 os.makedirs(OUT, exist_ok=True)
 torch.manual_seed(1234)
 

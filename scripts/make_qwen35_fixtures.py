@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Build the tiny random-weight Qwen3.5 fixture used by tests/local_qwen35.rs.
+"""Build the tiny random-weight Qwen3.5 fixture used by crates/local/tests/it/local_qwen35.rs.
 
-Writes into tests/fixtures/tiny-qwen35/ (under 2 MB, committed; CI never runs this):
+Writes into crates/local/tests/fixtures/tiny-qwen35/ (under 2 MB, committed; CI never runs this):
   config.json, model.safetensors, generation_config.json     tiny Qwen3.5 (transformers 5 layout)
   tokenizer.json, tokenizer_config.json, chat_template.jinja  byte-level BPE trained offline here
   preprocessor_config.json                                    Qwen2VLImageProcessorPil, Qwen3.5 values
@@ -9,7 +9,7 @@ Writes into tests/fixtures/tiny-qwen35/ (under 2 MB, committed; CI never runs th
   tools_request.json                                          a text-only request with one tool
   reference.safetensors   one 64x64 image (64x64 -> 16 patches -> 4 image tokens)
   reference2.safetensors  two images (56x112 -> 64x128, 90x70 -> 96x64) with text between them
-and tests/fixtures/tiny-qwen35-ckpt-bf16/: the same model as a trainer saves it (save_pretrained,
+and crates/local/tests/fixtures/tiny-qwen35-ckpt-bf16/: the same model as a trainer saves it (save_pretrained,
 bf16, sharded, with its tokenizer and processor files).
 Each reference holds input_ids, pixel_values, image_grid_thw, position_ids, rope_deltas,
 image_embeds, logits (prefill, f32, every position), decode_logits (the logits of one decode step
@@ -22,12 +22,12 @@ hidden/heads), partial rotary 0.25 (8 of 32 dims) with interleaved M-RoPE, linea
 2 key heads and 4 value heads (Hv > Hk), tied embeddings; a 2-block vision tower with an 8x8
 learned position table. preprocessor_config.json keeps Qwen3.5's patch 16 / merge 2 / mean-std
 0.5 but a small min_pixels (4096) so the references stay small (the real 65,536 makes a 64 px
-frame 256x256; tests/local_qwen35.rs checks that resize separately).
+frame 256x256; crates/local/tests/it/local_qwen35.rs checks that resize separately).
 
 The chat template is written here in the shape of Qwen3.5's (ChatML, images as
 <|vision_start|><|image_pad|><|vision_end|>, XML tool calls, a generation prompt that opens
 <think> unless enable_thinking is false); it is not the published file byte for byte. The
-published template's Jinja features are covered by tests/fixtures/chat-templates/
+published template's Jinja features are covered by crates/local/tests/fixtures/chat-templates/
 (scripts/template_cases.py).
 
 How to run (needs torch + transformers 5.23.0; CPU is enough, about 20 s):
@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from template_cases import FIRST, MULTI, TOOLS  # noqa: E402  (the shared conversations)
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "tiny-qwen35")
+    os.path.dirname(os.path.abspath(__file__)), "..", "crates", "local", "tests", "fixtures", "tiny-qwen35")
 os.makedirs(OUT, exist_ok=True)
 torch.manual_seed(4321)
 

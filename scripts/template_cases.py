@@ -3,7 +3,7 @@
 
 For each template file given, renders a fixed set of conversations through transformers'
 apply_chat_template and writes them, with the template text, to one JSON file that
-tests/local_qwen35.rs (`chat_template_cases_render_like_jinja2`) renders again through
+crates/local/tests/it/local_qwen35.rs (`chat_template_cases_render_like_jinja2`) renders again through
 vlm-eval's ChatTokenizer and compares byte for byte.
 
 The conversations are the shapes vlm-eval sends (a system prompt, tools, turns with images
@@ -13,13 +13,13 @@ arguments of every JSON type, consecutive tool results, an empty reply, and a re
 template must refuse (an image in the system message). Each is rendered with
 enable_thinking unset, true and false.
 
-Committed: tests/fixtures/chat-templates/qwen35_like.json, from qwen35_like.jinja (written
+Committed: crates/local/tests/fixtures/chat-templates/qwen35_like.json, from qwen35_like.jinja (written
 here with the features and output format of Qwen3.5's published template). To check a real
 checkpoint's template the same way (its file stays on your machine):
 
   .venv-torch/bin/python scripts/template_cases.py --template CKPT/chat_template.jinja \\
       --out /tmp/my_template.json
-  VLM_EVAL_TEMPLATE_CASES=/tmp/my_template.json cargo test --test local_qwen35 chat_template
+  VLM_EVAL_TEMPLATE_CASES=/tmp/my_template.json cargo test -p vlm-eval-local --test it chat_template
 
 Needs transformers 5.23.0 (any torch); uses the tiny fixture's tokenizer only to call
 apply_chat_template (the rendering does not depend on the vocabulary).
@@ -88,7 +88,7 @@ def main():
     ap.add_argument("--template", action="append", required=True, help="a chat_template.jinja")
     ap.add_argument("--out", required=True, help="JSON file to write")
     args = ap.parse_args()
-    tok = PreTrainedTokenizerFast.from_pretrained(os.path.join(ROOT, "tests", "fixtures", "tiny-qwen35"))
+    tok = PreTrainedTokenizerFast.from_pretrained(os.path.join(ROOT, "crates", "local", "tests", "fixtures", "tiny-qwen35"))
     out = []
     for path in args.template:
         with open(path) as f:

@@ -4,7 +4,8 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::report::html::{build_report, escape, ReportOptions, ICON, REPORT_CSP, STYLE};
+use crate::report::escape::escape;
+use crate::report::html::{build_report, ReportOptions, ICON, REPORT_CSP, STYLE};
 use crate::report::leaderboard::Leaderboard;
 use crate::report::leaderboard_html::leaderboard_html;
 

@@ -53,7 +53,7 @@ pub fn run_page(state: &ViewState, dir: &Path) -> String {
     match open_fresh(dir) {
         Ok(run) => {
             let opts = ReportOptions {
-                max_episodes: state.cfg.max_episodes,
+                max_episodes: state.max_episodes,
                 gif: false,
                 ..ReportOptions::default()
             };

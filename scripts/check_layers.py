@@ -20,14 +20,18 @@ Rules, each failure naming the offending files:
    (tokio, reqwest, hyper, axum, async-openai, tokenizers, safetensors, cudarc, gemm), except
    the model crates the local model is made of (HEAVY_ALLOWED); the size rule holds for their
    files too.
-6. No import cycle between files, in src/ and crates/local/src/ (each file a node, an arrow
-   wherever a path written in it resolves into another file; KNOWN_CYCLES lists those older
-   than the rule, each frozen to its files), and the files of crates/local/src/backend/cpu/
-   import from outside that folder only the backend's interface:
-   backend::{Backend, BResult, AttnShape, DeltaShape, need} and LocalError (CONFINED).
+6. No import cycle between files (each file a node, an arrow wherever a path written in it
+   resolves into another file), under src/, under each workspace crate's crates/*/src/ and in
+   the Python package python/vlmcrafter/ (`from .x import`, `from . import x`,
+   `import vlmcrafter.x`, function-level imports included); KNOWN_CYCLES lists those older
+   than the rule, each frozen to its files, and an entry whose cycle is gone must be removed.
+   The files of crates/local/src/backend/cpu/ import from outside that folder only the
+   backend's interface: backend::{Backend, BResult, AttnShape, DeltaShape, need} and
+   LocalError (CONFINED).
 Exit status: 0 when every rule holds, 1 otherwise.
 """
 
+import ast
 import re
 import sys
 import tempfile
@@ -238,21 +242,25 @@ def check(src: Path) -> list[str]:
 # `mod x { … }` blocks) is an arrow to the file that defines its longest module prefix (a
 # `pub use` re-export is an arrow to the file that holds it; `mod x;` declarations are not
 # arrows). Test modules and test-only files are left out, as for the layers.
-# Cycles known when the rule came in (issue 37), outside the folders it was written for; each
-# must keep exactly these files (a new file in one, or a new cycle, fails) until it is fixed.
+# Cycles known when the rule came in (issue 37; crates/ and python/ since issue 50), each as
+# the files in it (paths from the repository root). Each must keep exactly these files (a new
+# file in one, or a new cycle, fails) until it is fixed; then its entry must go (a stale entry
+# fails too). Most are a folder's `mod.rs` (or `foo.rs` beside `foo/`) re-exporting its
+# children while they import its types.
 KNOWN_CYCLES = {
-    frozenset(f"src/{f}" for f in files): why
+    frozenset(files): why
     for files, why in [
-        (["model/attempts.rs", "model/mod.rs"], "model's retry loop and the ChatModel trait"),
-        (["agent/parse/balrog.rs", "agent/parse/lenient.rs", "agent/parse/mod.rs", "agent/parse/names.rs",
-          "agent/parse/outcome.rs", "agent/parse/text.rs", "agent/parse/toolcall.rs"], "the parsers and their shared types in parse/mod.rs"),
-        (["results/formats.rs", "results/frames.rs", "results/run.rs", "results/store.rs", "results/summary.rs"], "the run folder's readers and writers"),
-        (["model/baseline.rs", "model/baseline/balrog.rs", "model/baseline/plan.rs"], "the scripted baselines"),
-        (["model/openai.rs", "model/openai/errors.rs", "model/openai/wire.rs"], "the OpenAI client and its wire types"),
-        (["report/html.rs", "report/html_episode.rs", "report/svg.rs"], "the HTML report's pages and charts"),
-        (["view/live.rs", "view/mod.rs", "view/pages.rs", "view/routes.rs", "view/state.rs"], "the live view's server"),
-        (["serve/mod.rs", "serve/routes.rs"], "serve-env's server and routes"),
-        (["cli/baseline.rs", "cli/mod.rs"], "the baseline command and the CLI's dispatch"),
+        (["src/model/attempts.rs", "src/model/mod.rs"], "model's retry loop and the ChatModel trait (mod.rs re-exports attempts.rs)"),
+        (["src/model/baseline.rs", "src/model/baseline/balrog.rs", "src/model/baseline/plan.rs"], "the scripted baselines (baseline.rs and its children)"),
+        (["src/model/openai.rs", "src/model/openai/errors.rs", "src/model/openai/wire.rs"], "the OpenAI client and its wire types (openai.rs and its children)"),
+        (["src/serve/mod.rs", "src/serve/routes.rs"], "serve-env's server and routes (mod.rs's AppState)"),
+        (["crates/crafter/src/textures/discover.rs", "crates/crafter/src/textures/fetch.rs", "crates/crafter/src/textures/machine.rs",
+          "crates/crafter/src/textures/mod.rs", "crates/crafter/src/textures/sprites.rs"],
+         "textures/mod.rs re-exports its children and they read its TextureSet, TextureError and constants (no cycle among the children)"),
+        (["crates/crafter/src/noise/cases.rs", "crates/crafter/src/noise/mod.rs", "crates/crafter/src/noise/x8.rs"],
+         "noise/mod.rs's constants and OpenSimplex read by its SIMD kernel x8.rs and its case table"),
+        (["python/vlmcrafter/crafter.py", "python/vlmcrafter/recorder.py", "python/vlmcrafter/vector.py"],
+         "being broken on branch rlpy (issue 50); the coordinator removes this entry after merging it"),
     ]
 }
 # Files under these folders (named from the repository root) may import from outside their
@@ -376,10 +384,8 @@ def file_of(src: Path, path: tuple[str, ...]) -> Path | None:
     return None
 
 
-def check_folders(src: Path, label: str = "src") -> list[str]:
-    """Rule 6 for the source folder `src`, whose files are named `label/…` in reports (src/ of
-    the harness, crates/NAME/src of a workspace crate)."""
-    problems = []
+def file_graph(src: Path) -> tuple[dict[str, set[str]], dict[Path, list[tuple[str, ...]]]]:
+    """Each Rust file under src (by path relative to it) -> the files its paths resolve into."""
     files = rust_files(src)
     tests_only = test_only_files(src, files)
     imports: dict[Path, list[tuple[str, ...]]] = {}
@@ -396,13 +402,38 @@ def check_folders(src: Path, label: str = "src") -> list[str]:
             if g is None or g == f or g.name in ("lib.rs", "main.rs"):
                 continue
             graph.setdefault(a, set()).add(g.relative_to(src).as_posix())
+    return graph, imports
+
+
+def cycle_problems(graph: dict[str, set[str]], label: str, seen: set[frozenset] | None = None) -> list[str]:
+    """Cycles of a file graph not in KNOWN_CYCLES, files named `label/<file>`; the known ones
+    found are added to `seen`."""
+    problems = []
     for comp in find_cycles(graph):
         named = frozenset(f"{label}/{c}" for c in comp)
         if named in KNOWN_CYCLES:
+            if seen is not None:
+                seen.add(named)
+            # A known cycle through a folder's door (its mod.rs, or foo.rs beside foo/) still
+            # may not hide a cycle among the files behind the door.
+            doors = {c for c in comp if c.endswith("/mod.rs") or any(o.startswith(c.removesuffix(".rs") + "/") for o in comp)}
+            inner = {a: {b for b in graph.get(a, ()) if b in comp and b not in doors} for a in comp if a not in doors}
+            for sub in find_cycles(inner) if doors else []:
+                problems.append(
+                    f"import cycle between the files {' <-> '.join(f'{label}/{c}' for c in sub)} (inside the known cycle through {', '.join(sorted(f'{label}/{d}' for d in doors))}); give each side what it needs on its own"
+                )
             continue
         problems.append(
-            f"import cycle between the files {' <-> '.join(f'{label}/{c}' for c in comp)}; move the shared piece into a leaf file"
+            f"import cycle between the files {' <-> '.join(sorted(named))}; give each side what it needs on its own (a type where it belongs, an argument instead of a call back), not a shared grab-bag file"
         )
+    return problems
+
+
+def check_folders(src: Path, label: str = "src", seen: set[frozenset] | None = None) -> list[str]:
+    """Rule 6 for the Rust files under `src`, named `label/<file>` (src/ of the harness,
+    crates/NAME/src of a workspace crate), and CONFINED for the folders under it."""
+    graph, imports = file_graph(src)
+    problems = cycle_problems(graph, label, seen)
     for key, allowed in CONFINED.items():
         if not key.startswith(label + "/"):
             continue
@@ -442,8 +473,6 @@ HEAVY_DEPS = {"tokio", "reqwest", "hyper", "hyper-util", "axum", "async-openai",
 # The heavy crates a workspace crate is made of: the local model's tokenizer, checkpoint
 # reader, CPU matrix products and CUDA bindings (never HTTP or an async runtime).
 HEAVY_ALLOWED = {"local": {"tokenizers", "safetensors", "cudarc", "gemm"}}
-# The crates whose files rule 6 covers (crafter's textures/ and noise/ still hold cycles).
-FILE_RULE_CRATES = {"local"}
 
 
 def manifest_deps(manifest: Path) -> set[str]:
@@ -463,7 +492,7 @@ def manifest_deps(manifest: Path) -> set[str]:
     return deps
 
 
-def check_crates(crates: Path) -> list[str]:
+def check_crates(crates: Path, seen: set[frozenset] | None = None) -> list[str]:
     problems = []
     if not crates.is_dir():
         return problems
@@ -483,8 +512,8 @@ def check_crates(crates: Path) -> list[str]:
             if dep in HEAVY_DEPS and dep not in HEAVY_ALLOWED.get(name, set()):
                 problems.append(f"crates/{name}/Cargo.toml: depends on {dep} (HTTP, async or model code); the engine side stays free of it")
         files = rust_files(d / "src") if (d / "src").is_dir() else []
-        if files and name in FILE_RULE_CRATES:
-            problems += check_folders(d / "src", f"crates/{name}/src")
+        if files:
+            problems += check_folders(d / "src", f"{crates.name}/{name}/src", seen)
         tests_only = test_only_files(d / "src", files)
         for f in files:
             rel = f"crates/{name}/{f.relative_to(d).as_posix()}"
@@ -502,6 +531,75 @@ def check_crates(crates: Path) -> list[str]:
                     problems.append(f"{rel}: uses {used}, not an allowed arrow for crates/{name}")
                     break
     return problems
+
+
+def python_imports(pkg: Path, f: Path) -> set[Path]:
+    """The files of package folder `pkg` that Python file f imports (`from .x import y`,
+    `from . import x`, `from ..x import y`, `import pkg.x`, `from pkg.x import y`; at any depth,
+    inside functions too). An import of the package itself (its root `__init__.py`) is no
+    arrow, as `lib.rs` is none; a name that is no file (an extension module) is none either."""
+    here = f.parent.relative_to(pkg).parts if f.parent != pkg else ()
+    out: set[Path] = set()
+
+    def target(parts: tuple[str, ...], names: list[str]) -> None:
+        base = pkg.joinpath(*parts)
+        for name in names or [None]:
+            for cand in ((base / name).with_suffix(".py"), base / name / "__init__.py") if name else ():
+                if cand.is_file():
+                    out.add(cand)
+                    break
+            else:
+                for cand in (base.with_suffix(".py"), base / "__init__.py"):
+                    if cand.is_file() and cand != pkg / "__init__.py":
+                        out.add(cand)
+                        break
+
+    tree = ast.parse(f.read_text(encoding="utf-8"), filename=str(f))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names if a.name != "*"]
+            if node.level:
+                up = node.level - 1
+                if up > len(here):
+                    continue
+                parts = here[: len(here) - up] + tuple((node.module or "").split(".") if node.module else ())
+            elif node.module and node.module.split(".")[0] == pkg.name:
+                parts = tuple(node.module.split(".")[1:])
+            else:
+                continue
+            target(parts, names)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                segs = a.name.split(".")
+                if segs[0] == pkg.name and len(segs) > 1:
+                    target(tuple(segs[1:-1]), [segs[-1]])
+    out.discard(f)
+    return out
+
+
+def check_python(pkg: Path, label: str, seen: set[frozenset] | None = None) -> list[str]:
+    """Rule 6 for the Python package folder `pkg`, its files named `label/<file>`."""
+    if not pkg.is_dir():
+        return []
+    graph: dict[str, set[str]] = {}
+    problems = []
+    for f in sorted(pkg.rglob("*.py")):
+        try:
+            deps = python_imports(pkg, f)
+        except SyntaxError as e:
+            problems.append(f"{label}/{f.relative_to(pkg).as_posix()}: not valid Python ({e.msg}, line {e.lineno})")
+            continue
+        graph[f.relative_to(pkg).as_posix()] = {g.relative_to(pkg).as_posix() for g in deps}
+    return problems + cycle_problems(graph, label, seen)
+
+
+def stale_known(seen: set[frozenset]) -> list[str]:
+    """KNOWN_CYCLES entries whose cycle is gone."""
+    return [
+        f"KNOWN_CYCLES in scripts/check_layers.py lists {', '.join(sorted(k))}, which no longer import one another in a cycle; remove the entry"
+        for k in sorted(KNOWN_CYCLES, key=sorted)
+        if k not in seen
+    ]
 
 
 def self_test() -> int:
@@ -552,6 +650,22 @@ def self_test() -> int:
         "engine depends up": ({"crafter/Cargo.toml": "[dependencies]\nvlm-eval-observe = { path = \"../observe\" }\n"}, "depends on vlm-eval-observe"),
         "python pulls tokio": ({"python/Cargo.toml": "[dependencies]\ntokio = \"1\"\n"}, "depends on tokio"),
         "parser uses observe": ({"parse/Cargo.toml": "[dependencies]\nvlm-eval-observe = { path = \"../observe\" }\n"}, "depends on vlm-eval-observe"),
+        "file cycle in a crate": ({
+            "crafter/Cargo.toml": "[dependencies]\n",
+            "crafter/src/lib.rs": "mod textures;\n",
+            "crafter/src/textures/mod.rs": "mod discover;\nmod fetch;\npub struct TextureSet;\n",
+            "crafter/src/textures/discover.rs": "use super::fetch::fetch_official;\n",
+            "crafter/src/textures/fetch.rs": "pub fn fetch_official() { super::discover::cache_dir(); }\n",
+        }, "import cycle between the files crates/crafter/src/textures/discover.rs <-> crates/crafter/src/textures/fetch.rs"),
+        "cycle behind a known door": ({
+            "crafter/Cargo.toml": "[dependencies]\n",
+            "crafter/src/lib.rs": "mod textures;\n",
+            "crafter/src/textures/mod.rs": "mod discover;\nmod fetch;\nmod machine;\nmod sprites;\npub use discover::A;\npub use fetch::B;\npub use machine::C;\npub use sprites::D;\npub struct T;\n",
+            "crafter/src/textures/discover.rs": "use super::fetch::B;\nuse super::T;\n",
+            "crafter/src/textures/fetch.rs": "use super::discover::A;\nuse super::T;\n",
+            "crafter/src/textures/machine.rs": "use super::T;\n",
+            "crafter/src/textures/sprites.rs": "use super::T;\n",
+        }, "import cycle between the files crates/crafter/src/textures/discover.rs <-> crates/crafter/src/textures/fetch.rs (inside the known cycle"),
         "local uses harness": ({"local/Cargo.toml": "[dependencies]\nvlm-eval = { path = \"../..\" }\n"}, "depends on vlm-eval, not an allowed arrow"),
         "local pulls tokio": ({"local/Cargo.toml": "[dependencies]\ntokenizers = \"0.22\"\ntokio = \"1\"\n"}, "crates/local/Cargo.toml: depends on tokio"),
         "local file cycle": ({
@@ -567,29 +681,72 @@ def self_test() -> int:
             "local/src/backend/cpu/a.rs": "use crate::engine::Engine;\n",
             "local/src/engine.rs": "",
         }, "imports crate::engine::Engine from above crates/local/src/backend/cpu/"),
+        "clean local crate": ({
+            "local/Cargo.toml": "[dependencies]\ntokenizers = \"0.22\"\ncudarc = \"0.19\"\n",
+            "local/src/lib.rs": "pub mod backend;\npub enum LocalError {}\n",
+            "local/src/backend/mod.rs": "pub mod cpu;\npub trait Backend {}\npub struct AttnShape;\n",
+            "local/src/backend/cpu/mod.rs": "mod leaf;\nmod user;\nuse super::{AttnShape, Backend};\nuse crate::LocalError;\n",
+            "local/src/backend/cpu/leaf.rs": "pub fn x() {}\n",
+            "local/src/backend/cpu/user.rs": "mod imp {\n    use super::super::leaf::x;\n}\nfn y() { super::leaf::x(); }\n",
+        }, ""),
+        "clean crate": ({
+            "crafter/Cargo.toml": "[dependencies]\n",
+            "crafter/src/lib.rs": "mod textures;\nuse textures::TextureSet;\n",
+            "crafter/src/textures/mod.rs": "mod discover;\nmod fetch;\nmod set;\npub use set::TextureSet;\n",
+            "crafter/src/textures/set.rs": "pub struct TextureSet;\n",
+            "crafter/src/textures/discover.rs": "use super::fetch::fetch_official;\nuse super::set::TextureSet;\n",
+            "crafter/src/textures/fetch.rs": "use super::set::TextureSet;\npub fn fetch_official() {}\n",
+        }, ""),
     }
-    crate_clean = {
-        "local/Cargo.toml": "[dependencies]\ntokenizers = \"0.22\"\ncudarc = \"0.19\"\n",
-        "local/src/lib.rs": "pub mod backend;\npub enum LocalError {}\n",
-        "local/src/backend/mod.rs": "pub mod cpu;\npub trait Backend {}\npub struct AttnShape;\n",
-        "local/src/backend/cpu/mod.rs": "mod leaf;\nmod user;\nuse super::{AttnShape, Backend};\nuse crate::LocalError;\n",
-        "local/src/backend/cpu/leaf.rs": "pub fn x() {}\n",
-        "local/src/backend/cpu/user.rs": "mod imp {\n    use super::super::leaf::x;\n}\nfn y() { super::leaf::x(); }\n",
+    py_cases = {
+        "python cycle (relative)": ({
+            "__init__.py": "from . import a\n",
+            "a.py": "from .b import helper\n",
+            "b.py": "from . import a\n",
+        }, "import cycle between the files python/vlmcrafter/a.py <-> python/vlmcrafter/b.py"),
+        "python cycle (absolute, in a function)": ({
+            "a.py": "import vlmcrafter.b\n",
+            "b.py": "def f():\n    from vlmcrafter.c import g\n",
+            "c.py": "def g():\n    import vlmcrafter.a as a\n",
+        }, "import cycle between the files python/vlmcrafter/a.py <-> python/vlmcrafter/b.py <-> python/vlmcrafter/c.py"),
+        "python clean": ({
+            "__init__.py": "from . import _native\nfrom . import a\nfrom .b import g\n",
+            "a.py": "from . import _native\nfrom .b import g\nimport numpy\n",
+            "b.py": "from . import _native\nimport vlmcrafter\ndef g():\n    pass\n",
+        }, ""),
     }
     with tempfile.TemporaryDirectory() as tmp:
-        for name, (tree, expected) in list(crate_cases.items()) + [("crates clean", (crate_clean, ""))]:
+        for name, (tree, expected) in crate_cases.items():
             root = Path(tmp) / name.replace(" ", "_") / "crates"
             for rel, text in tree.items():
                 p = root / rel
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(text, encoding="utf-8")
             found = check_crates(root)
-            if name == "crates clean" and found:
-                failures.append(f"clean crates reported: {found}")
-            elif name != "crates clean" and not any(expected in f for f in found):
+            if not expected and found:
+                failures.append(f"{name}: reported {found}")
+            elif expected and not any(expected in f for f in found):
                 failures.append(f"{name}: not reported (got {found})")
             else:
-                print(f"self-test {name}: {next((f for f in found if expected in f), 'clean')}")
+                print(f"self-test {name}: {next(f for f in found if expected in f) if expected else 'clean'}")
+        for name, (tree, expected) in py_cases.items():
+            pkg = Path(tmp) / name.replace(" ", "_") / "python" / "vlmcrafter"
+            for rel, text in tree.items():
+                p = pkg / rel
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(text, encoding="utf-8")
+            found = check_python(pkg, "python/vlmcrafter")
+            if not expected and found:
+                failures.append(f"{name}: reported {found}")
+            elif expected and not any(expected in f for f in found):
+                failures.append(f"{name}: not reported (got {found})")
+            else:
+                print(f"self-test {name}: {next(f for f in found if expected in f) if expected else 'clean'}")
+        stale = stale_known(set(KNOWN_CYCLES) - {next(iter(sorted(KNOWN_CYCLES, key=sorted)))})
+        if len(stale) != 1 or "no longer import one another" not in stale[0]:
+            failures.append(f"stale KNOWN_CYCLES entry: not reported (got {stale})")
+        else:
+            print(f"self-test stale known cycle: {stale[0]}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, (tree, expected) in list(cases.items()) + [("clean", (clean, ""))]:
             root = Path(tmp) / name.replace(" ", "_") / "src"
@@ -615,7 +772,12 @@ def main() -> int:
     if args == ["--self-test"]:
         return self_test()
     src = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "src"
-    problems = check(src) + check_folders(src) + check_crates(src.parent / "crates")
+    root = src.parent
+    seen: set[frozenset] = set()
+    problems = check(src) + check_folders(src, "src", seen) + check_crates(root / "crates", seen)
+    problems += check_python(root / "python" / "vlmcrafter", "python/vlmcrafter", seen)
+    if not args:
+        problems += stale_known(seen)
     for p in problems:
         print(f"layers: {p}", file=sys.stderr)
     if problems:
@@ -623,7 +785,8 @@ def main() -> int:
         return 1
     crates = src.parent / "crates"
     n_crates = len(rust_files(crates)) if crates.is_dir() else 0
-    print(f"layers: ok ({len(rust_files(src))} files under {src}, {n_crates} under {crates})")
+    n_py = len(list((root / "python" / "vlmcrafter").rglob("*.py")))
+    print(f"layers: ok ({len(rust_files(src))} files under {src}, {n_crates} under {crates}, {n_py} Python files under python/vlmcrafter)")
     return 0
 
 

@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::BaselineCommand;
-
 use super::common::partial_error;
 use super::error::CliError;
 use crate::report::baseline::{baseline_from_run, save_baseline, unfinished_seeds};
@@ -24,8 +22,7 @@ pub struct BaselineSaveArgs {
 }
 
 /// Run `vlm-eval baseline save`.
-pub fn cmd_baseline(c: BaselineCommand) -> Result<i32, CliError> {
-    let BaselineCommand::Save(a) = c;
+pub fn cmd_baseline_save(a: BaselineSaveArgs) -> Result<i32, CliError> {
     let run = open_checked_run(&a.run).map_err(|e| CliError::usage(e.to_string()))?;
     let b = baseline_from_run(&run);
     let unfinished = unfinished_seeds(&run);

@@ -237,7 +237,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Merge(a) => merge::cmd_merge(a),
         Command::Compare(a) => compare::cmd_compare(a),
         Command::Check(a) => check::cmd_check(a),
-        Command::Baseline(c) => baseline::cmd_baseline(c),
+        Command::Baseline(BaselineCommand::Save(a)) => baseline::cmd_baseline_save(a),
         Command::Report(a) => report::cmd_report(a),
         Command::ServeEnv(a) => serve_env::cmd_serve_env(a),
         Command::Presets(a) => presets::cmd_presets(a),

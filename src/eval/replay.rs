@@ -17,7 +17,8 @@ use crate::agent::observe::{encode_png, encode_png_paeth};
 use crate::crafter::textures::FetchPolicy;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ENGINE_PARITY};
 use crate::results::formats::EpisodeResult;
-use crate::results::frames::{frames_sha256, rgb_sha256, sha256_hex, FrameHashKind, Replayer};
+use crate::results::frame_reader::Replayer;
+use crate::results::frames::{frames_sha256, rgb_sha256, sha256_hex, FrameHashKind};
 use crate::results::run::{episode_dir, read_trajectory};
 
 /// Why a replay was refused or stopped.

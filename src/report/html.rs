@@ -10,27 +10,12 @@ use serde_json::Value;
 use crate::crafter::ACHIEVEMENT_NAMES;
 use crate::results::formats::Termination;
 
-use super::html_episode::{episode_progress, episode_section, mean_progress};
+use super::escape::escape;
+use super::html_episode::{episode_progress, episode_section, mean_progress, SectionOptions};
 use super::svg::{bar_chart, line_chart, Bar, Series};
 use crate::results::run::RunData;
 use crate::results::summary::{summarize, Summary};
 use crate::results::verify::checked_trajectory;
-
-/// Escape text for HTML element content and quoted attribute values (`& < > " '`).
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The pages' icon, a 16×16 PNG (a green tile with a yellow square): what `view` serves at
 /// `/favicon.ico`, and inline in `ICON`.
@@ -338,13 +323,19 @@ pub fn build_report(run: &RunData, opts: &ReportOptions) -> Report {
 pub fn build_report_with(
     run: &RunData,
     opts: &ReportOptions,
-    replayer: Option<&dyn crate::results::frames::Replayer>,
+    replayer: Option<&dyn crate::results::frame_reader::Replayer>,
 ) -> Report {
     let summary = summarize(&run.model(), &run.episodes);
     let mut warnings = Vec::new();
     let mut progress = Vec::new();
     let mut sections = String::new();
     let shown = run.episodes.len().min(opts.max_episodes);
+    let section = SectionOptions {
+        gif: opts.gif,
+        frame_size: opts.frame_size,
+        gif_frames: opts.gif_frames,
+        text_limit: opts.text_limit,
+    };
     let mut unreadable = 0;
     for (i, ep) in run.episodes.iter().enumerate() {
         // A damaged trajectory is warned about and counted; what can be read of it is shown.
@@ -366,7 +357,7 @@ pub fn build_report_with(
                 run,
                 ep,
                 lines.as_deref().map_err(String::as_str),
-                opts,
+                &section,
                 i == 0,
                 &mut warnings,
                 replayer,
@@ -459,16 +450,6 @@ mod tests {
         );
         let png = image::load_from_memory(ICON_PNG).expect("a valid PNG");
         assert_eq!((png.width(), png.height()), (16, 16));
-    }
-
-    #[test]
-    fn escape_covers_the_five_characters() {
-        assert_eq!(
-            escape(r#"<a href="x" title='y'>&amp;</a>"#),
-            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;"
-        );
-        assert_eq!(escape("plain text ✓"), "plain text ✓");
-        assert_eq!(escape(""), "");
     }
 
     const SCRIPT: &str = "<script>document.title='pwned'</script>";

@@ -12,9 +12,10 @@ use image::{Delay, Frame, RgbaImage};
 use serde_json::Value;
 
 use crate::results::formats::EpisodeResult;
-use crate::results::frames::{step_of_rel, FrameReader, Replayer};
+use crate::results::frame_reader::{FrameReader, Replayer};
+use crate::results::frames::step_of_rel;
 
-use super::html::{escape, ReportOptions};
+use super::escape::escape;
 use crate::results::run::RunData;
 
 /// Unique achievements after each played turn: element 0 is the start (0), element t + 1 is
@@ -365,13 +366,27 @@ fn turn_row(line: &Value, frames: &mut Frames<'_>, default_sent: bool, limit: us
     )
 }
 
+/// What an episode's section shows and how large it may get (the page's `ReportOptions`
+/// less the episode count).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SectionOptions {
+    /// Embed an animated GIF of the episode.
+    pub gif: bool,
+    /// Frames larger than this many pixels on a side are scaled down before embedding.
+    pub frame_size: u32,
+    /// Most frames in the GIF (longer episodes are sampled evenly, the last frame kept).
+    pub gif_frames: usize,
+    /// Most characters of one text cell before it is cut.
+    pub text_limit: usize,
+}
+
 /// The `<details>` section of one episode. `lines` is the trajectory or why it could not be
 /// read; missing frames become placeholders and one warning naming the files.
 pub(super) fn episode_section(
     run: &RunData,
     ep: &EpisodeResult,
     lines: Result<&[Value], &str>,
-    opts: &ReportOptions,
+    opts: &SectionOptions,
     open: bool,
     warnings: &mut Vec<String>,
     replayer: Option<&dyn Replayer>,

@@ -1,13 +1,14 @@
 //! The leaderboard page: one self-contained HTML document (inline style, no script, no external
 //! URL), one section per protocol group with its ranked table and its achievement heatmap
-//! (runs × 22 achievements). Every piece of run text goes through `html::escape`.
+//! (runs × 22 achievements). Every piece of run text goes through `escape::escape`.
 
 use std::fmt::Write;
 use std::path::Path;
 
 use crate::crafter::ACHIEVEMENT_NAMES;
 
-use super::html::{escape, thousands, ICON, REPORT_CSP, STYLE};
+use super::escape::escape;
+use super::html::{thousands, ICON, REPORT_CSP, STYLE};
 use super::leaderboard::{protocol_line, Leaderboard, Row};
 
 const EXTRA_STYLE: &str = r#"

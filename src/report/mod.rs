@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod check;
 pub mod compare;
 pub mod crafter_score;
+pub mod escape;
 pub mod html;
 mod html_episode;
 pub mod leaderboard;

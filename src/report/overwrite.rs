@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::html::escape;
+use super::escape::escape;
 use super::leaderboard_html::IDENTITY_META;
 
 /// A refusal to write over a file: one line naming the file and `--force`.

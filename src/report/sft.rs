@@ -15,7 +15,8 @@ use serde_json::{json, Map, Value};
 
 use crate::crafter::ACHIEVEMENT_NAMES;
 use crate::results::formats::EpisodeResult;
-use crate::results::frames::{step_of_rel, FrameError, FrameHashKind, FrameReader, Replayer};
+use crate::results::frame_reader::{FrameError, FrameReader, Replayer};
+use crate::results::frames::{step_of_rel, FrameHashKind};
 
 use crate::results::run::RunData;
 use crate::results::summary::ReadError;

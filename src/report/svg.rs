@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::html::escape;
+use super::escape::escape;
 
 /// Fill colour of the unlock-rate bars (the browser test looks for it in screenshots).
 pub const BAR_COLOUR: &str = "#2f6fdf";

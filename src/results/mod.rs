@@ -3,6 +3,7 @@
 //! neither.
 
 pub mod formats;
+pub mod frame_reader;
 pub mod frames;
 pub mod live;
 pub mod lock;

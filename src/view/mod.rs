@@ -83,7 +83,7 @@ pub async fn bind(cfg: ViewConfig) -> Result<Bound, ViewError> {
     let local = listener.local_addr().map_err(bind_err)?;
     Ok(Bound {
         listener,
-        state: Arc::new(state::ViewState::new(cfg)),
+        state: Arc::new(state::ViewState::new(cfg.root, cfg.max_episodes)),
         addr: local,
     })
 }

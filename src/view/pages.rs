@@ -4,7 +4,8 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::report::html::{build_report, escape, ReportOptions, ICON, REPORT_CSP, STYLE};
+use crate::report::escape::escape;
+use crate::report::html::{build_report, ReportOptions, ICON, REPORT_CSP, STYLE};
 use crate::report::leaderboard::Leaderboard;
 use crate::report::leaderboard_html::leaderboard_html;
 
@@ -52,7 +53,7 @@ pub fn run_page(state: &ViewState, dir: &Path) -> String {
     match open_fresh(dir) {
         Ok(run) => {
             let opts = ReportOptions {
-                max_episodes: state.cfg.max_episodes,
+                max_episodes: state.max_episodes,
                 gif: false,
                 ..ReportOptions::default()
             };

@@ -15,7 +15,7 @@ use axum::Router;
 use crate::results::live::frame_file;
 
 use super::live::live_json;
-use super::pages::run_page;
+use super::pages::{index_page, run_page};
 use super::state::ViewState;
 
 type St = State<Arc<ViewState>>;
@@ -71,7 +71,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 async fn index(State(s): St) -> Response {
-    match blocking(move || s.index_html()).await {
+    match blocking(move || s.index_html(index_page)).await {
         Some(page) => html(page.as_str().to_string()),
         None => (StatusCode::INTERNAL_SERVER_ERROR, "index failed\n").into_response(),
     }
@@ -118,7 +118,7 @@ fn frame_path(s: &ViewState, name: &str, seed: &str, file: &str) -> Option<PathB
     let seed: i64 = seed.parse().ok()?;
     let path = frame_file(&dir, seed, &format!("frames/{file}"))?;
     let real = path.canonicalize().ok()?;
-    let root = s.cfg.root.canonicalize().ok()?;
+    let root = s.root.canonicalize().ok()?;
     (real.starts_with(&root) && real.is_file()).then_some(real)
 }
 

@@ -6,11 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use crate::report::leaderboard::{build_leaderboard, LeaderboardOptions, Unranked};
+use crate::report::leaderboard::{build_leaderboard, Leaderboard, LeaderboardOptions, Unranked};
 use crate::results::live::{change_key, find_runs, seed_folders, TrajectoryTail};
 use crate::results::run::{open_run, RunData};
-
-use super::ViewConfig;
 
 type Key = Vec<(String, Option<SystemTime>)>;
 /// Opened runs by folder, with the change key they were read at.
@@ -56,8 +54,10 @@ pub fn run_name(dir: &Path) -> String {
 
 /// Shared server state.
 pub struct ViewState {
-    /// Settings.
-    pub cfg: ViewConfig,
+    /// The results folder served (a folder of runs, or one run folder).
+    pub root: PathBuf,
+    /// Episodes shown in detail on a run page.
+    pub max_episodes: usize,
     runs: Mutex<RunCache>,
     index: Mutex<Option<(Vec<Key>, Arc<String>)>>,
     /// Tails of episodes in flight, by (run folder, seed).
@@ -66,9 +66,10 @@ pub struct ViewState {
 
 impl ViewState {
     /// Fresh state over a folder.
-    pub fn new(cfg: ViewConfig) -> ViewState {
+    pub fn new(root: PathBuf, max_episodes: usize) -> ViewState {
         ViewState {
-            cfg,
+            root,
+            max_episodes,
             runs: Mutex::default(),
             index: Mutex::default(),
             tails: Mutex::default(),
@@ -77,7 +78,7 @@ impl ViewState {
 
     /// The run folders served (found anew on each call: runs may appear at any time).
     pub fn run_dirs(&self) -> Vec<PathBuf> {
-        find_runs(&self.cfg.root).unwrap_or_default()
+        find_runs(&self.root).unwrap_or_default()
     }
 
     /// The run folder served under a name, if any (a lookup, never a path join).
@@ -110,8 +111,12 @@ impl ViewState {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The index page: the leaderboard of every run, rebuilt only when some run's files changed.
-    pub fn index_html(&self) -> Arc<String> {
+    /// The index page, `render`ed from the leaderboard of every run, the runs in progress and
+    /// whether the folder holds none; rebuilt only when some run's files changed.
+    pub fn index_html(
+        &self,
+        render: impl FnOnce(&Leaderboard, &[PathBuf], bool) -> String,
+    ) -> Arc<String> {
         let dirs = self.run_dirs();
         let keys: Vec<Key> = dirs
             .iter()
@@ -140,7 +145,7 @@ impl ViewState {
         self.lock_runs().retain(|d, _| dirs.contains(d));
         let live: Vec<PathBuf> = dirs.iter().filter(|d| in_progress(d)).cloned().collect();
         let lb = build_leaderboard(runs, unranked, LeaderboardOptions::default());
-        let html = Arc::new(super::pages::index_page(&lb, &live, dirs.is_empty()));
+        let html = Arc::new(render(&lb, &live, dirs.is_empty()));
         *index = Some((keys, html.clone()));
         html
     }

@@ -2,13 +2,13 @@
 //! installed crafter Python package (copied into the cache), a one-time download into the
 //! cache; else the built-in sprites with a warning.
 
-use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::fetch::{fetch_official, install_from_dir};
+use super::machine::{cache_dir, non_empty_env, python_interpreter};
 use super::{TextureError, TextureSet, CACHE_SUBDIR, CRAFTER_VERSION, PYTHON_PROBE_TIMEOUT};
 
 /// Whether discovery may download crafter's textures when they are nowhere on this machine.
@@ -118,31 +118,6 @@ impl TextureSet {
     }
 }
 
-/// Per-user cache dir: $VLM_EVAL_CACHE, else $XDG_CACHE_HOME/vlm-eval, else
-/// $HOME/.cache/vlm-eval; textures go under `<cache>/crafter-1.8.3-assets/`.
-pub fn cache_dir() -> Result<PathBuf, TextureError> {
-    if let Some(dir) = non_empty_env("VLM_EVAL_CACHE") {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = non_empty_env("XDG_CACHE_HOME") {
-        return Ok(PathBuf::from(dir).join("vlm-eval"));
-    }
-    if let Some(home) = non_empty_env("HOME") {
-        return Ok(PathBuf::from(home).join(".cache").join("vlm-eval"));
-    }
-    Err(TextureError::NoCacheDir)
-}
-
-/// The value of environment variable `key`, unless unset or empty.
-pub(super) fn non_empty_env(key: &str) -> Option<OsString> {
-    std::env::var_os(key).filter(|v| !v.is_empty())
-}
-
-/// The Python interpreter to use: $VLM_EVAL_PYTHON, else `python3`.
-pub(super) fn python_interpreter() -> OsString {
-    non_empty_env("VLM_EVAL_PYTHON").unwrap_or_else(|| OsString::from("python3"))
-}
-
 /// `<crafter package>/assets` of an importable `crafter`, or None on any failure or timeout.
 pub(super) fn python_crafter_assets() -> Option<PathBuf> {
     let python = python_interpreter();
@@ -174,6 +149,3 @@ pub(super) fn python_crafter_assets() -> Option<PathBuf> {
     let dir = PathBuf::from(line).join("assets");
     dir.is_dir().then_some(dir)
 }
-
-// ---------------------------------------------------------------------------------------------
-// Fetching.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::discover::{cache_dir, python_interpreter};
+use super::machine::{cache_dir, python_interpreter};
 
 use super::{
     official_files, official_sha256, sha256_hex, TextureError, TextureSet, CACHE_SUBDIR,

@@ -19,10 +19,12 @@
 
 mod discover;
 mod fetch;
+mod machine;
 mod sprites;
 
-pub use discover::{cache_dir, FetchPolicy};
+pub use discover::FetchPolicy;
 pub use fetch::fetch_official;
+pub use machine::cache_dir;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use serde_json::{json, Value};
 use vlm_eval::crafter::{Action, Env, EnvConfig, TextureSet};
 
-mod balrog_support;
-mod support;
+use crate::balrog_support;
+use crate::support;
 use balrog_support::{crafter_python, shared_balrog};
 
 /// SplitMix64: a small seeded generator for the action streams.

@@ -15,8 +15,8 @@ use axum::{extract::State, routing::post, Json, Router};
 use serde_json::{json, Value};
 use vlm_eval::crafter::TextureSet;
 
-mod balrog_support;
-mod support;
+use crate::balrog_support;
+use crate::support;
 use balrog_support::{crafter_python, shared_balrog};
 
 /// Replies, played in order: exact names, filter-repaired ones, invalid ones (BALROG plays Noop

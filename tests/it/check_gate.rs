@@ -1,8 +1,8 @@
 //! `check` and `baseline save` on real run folders: the gate's verdicts, its rule, bad input,
 //! JUnit XML, $GITHUB_STEP_SUMMARY and the README's workflows.
 
-mod report_support;
-mod support;
+use crate::report_support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -9,7 +9,7 @@
 //! sets, or the per-user cache): else it skips with the reason, except under `$CI`, where
 //! that is a failure.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

@@ -1,12 +1,12 @@
 //! The binary's env commands: bad input gives one-line errors with exit code 2 (never a
 //! panic), and traces are identical across processes.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 
 /// The binary with an empty texture cache, no `$CRAFTER_ASSETS` and no download: bad-input
-/// tests never fetch textures (tests/textures.rs covers fetching).
+/// tests never fetch textures (tests/it/textures.rs covers fetching).
 fn vlm_eval(args: &[&str]) -> Output {
     // Never created: an absent cache is an empty one (cleared once per test binary, so that
     // concurrent tests never remove it under each other).

@@ -1,7 +1,7 @@
 //! docs/CLI.md is what `vlm-eval docs cli` generates from the clap tree: a flag added, renamed
 //! or re-documented without regenerating the file fails here.
 
-mod support;
+use crate::support;
 
 #[test]
 fn committed_cli_reference_is_what_the_command_generates() {

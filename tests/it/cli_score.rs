@@ -4,7 +4,7 @@
 //! (tests/python_pkg/test_score.py checks the CLI and Python against numpy on the output of
 //! crafter 1.8.3's own Recorder.)
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Map, Value};
 use vlm_eval::crafter::ACHIEVEMENT_NAMES;

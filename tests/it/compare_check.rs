@@ -1,8 +1,8 @@
 //! `compare` on real run folders (scripted, random and mock models), every number checked
 //! against values computed here from the episode.json files.
 
-mod report_support;
-mod support;
+use crate::report_support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

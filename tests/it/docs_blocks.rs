@@ -15,7 +15,7 @@
 //! Blocks that need what a test machine lacks (a key for a real provider, weights, a GPU, a
 //! cluster, a BALROG checkout) carry `<!-- docs-test: skip (REASON) -->` or
 //! `<!-- docs-test: skip-line "TEXT" (REASON) -->` right above them in the doc
-//! (tests/docs_support/mod.rs has the markers); every skip is listed in the output. An
+//! (tests/it/docs_support/mod.rs has the markers); every skip is listed in the output. An
 //! unmarked command the test cannot run (a placeholder such as `<run>`, a remote URL, a program
 //! it does not provide) fails the test, saying how to fix or mark it.
 //!
@@ -25,8 +25,8 @@
 //! scripts/python_pkg_check.sh installs the wheel) runs only the docs that have Python blocks,
 //! and there a missing wheel is a failure.
 
-mod docs_support;
-mod support;
+use crate::docs_support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;

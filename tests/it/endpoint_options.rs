@@ -2,7 +2,7 @@
 //! output, provider quirk flags shape the requests, budgets stop runs cleanly, and a warm
 //! response cache replays a run without a single request.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

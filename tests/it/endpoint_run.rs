@@ -2,7 +2,7 @@
 //! model trait): what every request carries, and how tool-call, text-only, garbage and
 //! over-long replies are handled.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

@@ -3,7 +3,7 @@
 //! own `env trace` frame hashes, the preview holds one image-only user message per frame, and
 //! bad input exits 2 with the valid names.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

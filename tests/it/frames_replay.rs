@@ -5,7 +5,7 @@
 //! frames the model was shown; readers (export-sft, report) replay what is missing; a hand-edited
 //! trajectory stops replay at the edited step; bad input exits 2 with one line.
 
-mod support;
+use crate::support;
 use support::stderr;
 
 use std::collections::BTreeMap;

@@ -6,8 +6,8 @@
 //! playing, and warn about and count unreadable trajectories; `compare --by model` counts a seed
 //! once.
 
-mod report_support;
-mod support;
+use crate::report_support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -4,7 +4,7 @@
 //! same folder an uninterrupted merge makes; a full disk leaves no temporary file behind; and a
 //! resumed run folder of other settings names the setting that differs.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;

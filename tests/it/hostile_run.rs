@@ -8,7 +8,7 @@
 //! matrix CSVs that never overwrite another matrix's, `--quiet`, one-line usage errors with
 //! their facts, and the exit codes of failed writes.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! that the headers are exactly the hostile ones. Socket reads carry a guard of 60 s so that a
 //! server that waits forever fails the test instead of hanging it; no assertion is on time.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! episode.json files read independently, unfinished episodes counted and not averaged, and
 //! bad input.
 
-mod support;
-mod view_support;
+use crate::support;
+use crate::view_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! writes, a rerun resumes every model, a slow and failing endpoint holds only its own model's
 //! slots, and bad model lists are one-line usage errors.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

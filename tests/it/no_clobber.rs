@@ -3,8 +3,8 @@
 //! leaderboard of other folders, or a file they did not write. A refusal is one line, exit 2,
 //! names --force, and leaves the file as it was.
 
-mod support;
-mod view_support;
+use crate::support;
+use crate::view_support;
 
 use std::path::Path;
 

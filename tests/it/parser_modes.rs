@@ -4,7 +4,7 @@
 //! `repaired`; strict plays the fallback (noop) for them and counts them `invalid`. Both record
 //! the parser in run.json, the counts in episode.json and the rates in summary.json/csv.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! (unknown preset, no or a drifted BALROG checkout, a layout-breaking flag) exits 2 with one
 //! line naming the fix.
 
-mod support;
+use crate::support;
 use support::stderr;
 
 use std::path::{Path, PathBuf};

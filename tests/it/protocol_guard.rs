@@ -6,7 +6,7 @@
 //! preset with the lenient parser, and old baseline files (no protocol) warn and proceed.
 //! Also `check --metric format_exact_rate,format_repaired_rate` on mock runs.
 
-mod support;
+use crate::support;
 use support::text;
 
 use std::path::{Path, PathBuf};

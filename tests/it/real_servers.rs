@@ -5,7 +5,7 @@
 //! tries), budgets that count the same spend, run names that stay inside `--out`, a prompt
 //! folder without templates, and auth hints.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! Chromium (screenshot pixels and the DOM after load), the escaping of hostile model text,
 //! and missing, partial, corrupt or old run folders.
 
-mod support;
+use crate::support;
 use support::{chromium, text, vlm_eval};
 
 use std::collections::{BTreeMap, HashMap};

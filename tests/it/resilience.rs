@@ -3,7 +3,7 @@
 //! near the server's capacity), and faults (5xx bursts, hangs, resets, truncated bodies, long
 //! `Retry-After`, turn deadlines) through `OpenAiModel::chat` and through a full run.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::io;
@@ -36,7 +36,7 @@ use vlm_eval::results::formats::{EpisodeResult, Termination};
 use vlm_eval::results::store::RunDir;
 use vlm_eval::results::summary::Summary;
 
-mod lock_support;
+use crate::lock_support;
 
 const IMAGE_SIZE: usize = 64;
 const EPISODE_LENGTH: u32 = 10_000;

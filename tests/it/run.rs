@@ -1,7 +1,7 @@
 //! End-to-end runs of the main command with built-in models: result files, determinism across
 //! concurrency levels, resume, and fast, clear failures for missing keys and bad input.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

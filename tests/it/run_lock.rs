@@ -3,10 +3,10 @@
 //! the holder and changes nothing; readers (`compare`, `report`, `export-sft`) read a held
 //! folder and say it is in progress; `merge` refuses a held input unless `--allow-running`;
 //! after `kill -9` of the holder a rerun resumes at once; shard folders never contend.
-//! (The two-processes-at-once case is in tests/resilience.rs.)
+//! (The two-processes-at-once case is in tests/it/resilience.rs.)
 
-mod lock_support;
-mod support;
+use crate::lock_support;
+use crate::support;
 
 use std::path::Path;
 

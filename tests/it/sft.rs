@@ -5,7 +5,7 @@
 //! set (`.ci/run` starts Stoplight Prism on OpenAI's spec) — every row's messages and tools sent
 //! as a chat-completions request body must be accepted by the spec.
 
-mod support;
+use crate::support;
 use support::{stderr, stdout};
 
 use std::collections::BTreeSet;

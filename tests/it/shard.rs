@@ -3,7 +3,7 @@
 //! configs, duplicate seeds, an existing --out, and missing, partial or corrupt inputs are
 //! refused or reported with the file named.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -3,9 +3,9 @@
 //! column, CSV files byte-identical whatever the width, a bad `$COLUMNS` as exit 2, the
 //! leaderboard's groups named by what sets them apart, and `run --view` printing the run's page.
 
-mod report_support;
-mod support;
-mod view_support;
+use crate::report_support;
+use crate::support;
+use crate::view_support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! Python is observed through `$VLM_EVAL_PYTHON` pointing at a wrapper script that logs each
 //! invocation before running the real interpreter.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -2,8 +2,8 @@
 //! (torn lines skipped, model text escaped), nothing served from outside the folder (`..`,
 //! encoded `%2e%2e`, absolute paths, symbolic links), nothing written, and bad input.
 
-mod support;
-mod view_support;
+use crate::support;
+use crate::view_support;
 
 use serde_json::Value;
 use support::{fresh_dir, text, vlm_eval};

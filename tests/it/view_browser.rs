@@ -10,8 +10,8 @@
 //! and rejections). Console errors are read too (`--enable-logging=stderr`): an "Uncaught"
 //! line fails the test. Set `VLM_EVAL_SCREENSHOTS=DIR` to also save a screenshot of each page.
 
-mod support;
-mod view_support;
+use crate::support;
+use crate::view_support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;

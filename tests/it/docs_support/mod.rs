@@ -1,4 +1,4 @@
-//! What `tests/docs_blocks.rs` reads from the docs: the fenced shell and Python blocks of a
+//! What `tests/it/docs_blocks.rs` reads from the docs: the fenced shell and Python blocks of a
 //! Markdown file, the `<!-- docs-test: … -->` markers written right above them, and whether an
 //! unmarked block can run offline (a command the test can provide, no placeholder, no remote
 //! URL). Kept apart from the runner so the parsing rules are tested on their own.

@@ -10,7 +10,7 @@ use vlm_eval::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
 use vlm_eval::model::ChatReply;
 use vlm_eval::serve::ServeConfig;
 
-use crate::{actions_for, png_rgb, server, textures, Http};
+use super::{actions_for, png_rgb, server, textures, Http};
 
 /// What a trajectory consists of, per env step: reward, vitals, achievements, frame, text.
 #[derive(Debug, PartialEq)]

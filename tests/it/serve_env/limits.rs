@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use vlm_eval::serve::ServeConfig;
 
-use crate::{server, Http};
+use super::{server, Http};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_and_bad_requests_get_json_errors() {

@@ -5,12 +5,9 @@
 //! `scripts/openrlhf_check.sh` (a pinned Python venv; part of `.ci/run`).
 
 mod balrog;
-#[path = "../balrog_support/mod.rs"]
-mod balrog_support;
+use crate::balrog_support;
 mod engine;
 mod limits;
-#[path = "../support/mod.rs"]
-mod support;
 
 use std::sync::Arc;
 

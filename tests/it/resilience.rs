@@ -36,8 +36,6 @@ use vlm_eval::results::formats::{EpisodeResult, Termination};
 use vlm_eval::results::store::RunDir;
 use vlm_eval::results::summary::Summary;
 
-use crate::lock_support;
-
 const IMAGE_SIZE: usize = 64;
 const EPISODE_LENGTH: u32 = 10_000;
 
@@ -869,65 +867,4 @@ fn old_episode_files_without_retry_wait_still_parse() {
     ep.as_object_mut().unwrap().remove("retry_wait_ms");
     let back: EpisodeResult = serde_json::from_value(ep).unwrap();
     assert_eq!(back.retry_wait_ms, 0.0);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Two processes started at once on one run folder (a requeued task overlapping the old one).
-// ---------------------------------------------------------------------------------------------
-
-#[test]
-fn two_runs_on_one_folder_one_is_refused_and_nothing_is_played_twice() {
-    use lock_support::{check_single_writer, run_args, spawn, strs, wait_until, GatedServer};
-    let (seeds, steps) = (4, 5);
-    // No request is answered until both processes are settled, so the winner is mid-run
-    // (holding the folder) whatever the scheduling.
-    let server = GatedServer::start(0);
-    let out = support::fresh_dir("run-lock-twice");
-    let args = run_args(
-        &server.url,
-        &out,
-        "twice",
-        seeds,
-        steps,
-        &["--concurrency", "4"],
-    );
-    let mut a = spawn(&strs(&args));
-    let mut b = spawn(&strs(&args));
-    let mut first_done = None;
-    wait_until("one of the two runs to exit", || {
-        if a.try_wait().unwrap().is_some() {
-            first_done = Some('a');
-        } else if b.try_wait().unwrap().is_some() {
-            first_done = Some('b');
-        }
-        first_done.is_some()
-    });
-    let (loser, winner) = match first_done {
-        Some('a') => (a, b),
-        _ => (b, a),
-    };
-    let winner_pid = winner.id();
-    let lost = loser.wait_with_output().unwrap();
-    assert_eq!(lost.status.code(), Some(2), "{}", support::stderr(&lost));
-    let msg = lock_support::error_line(&lost);
-    assert!(
-        msg.contains("is in use by another `vlm-eval run`")
-            && msg.contains(&format!("pid {winner_pid} on host"))
-            && msg.contains("started ")
-            && msg.contains("--run-name"),
-        "{msg}"
-    );
-    server.open();
-    let won = winner.wait_with_output().unwrap();
-    assert!(
-        won.status.success(),
-        "{}",
-        String::from_utf8_lossy(&won.stderr)
-    );
-    // The refused process sent nothing: the server saw exactly one run's requests, and the
-    // summary counts each of them once.
-    let requests = (seeds * steps) as usize;
-    assert_eq!(server.seen(), requests);
-    check_single_writer(&out.join("twice"), seeds, steps, requests);
-    let _ = std::fs::remove_dir_all(&out);
 }

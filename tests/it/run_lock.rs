@@ -2,8 +2,8 @@
 //! requests until let through: a second `run` on a held folder is refused with exit 2 naming
 //! the holder and changes nothing; readers (`compare`, `report`, `export-sft`) read a held
 //! folder and say it is in progress; `merge` refuses a held input unless `--allow-running`;
-//! after `kill -9` of the holder a rerun resumes at once; shard folders never contend.
-//! (The two-processes-at-once case is in tests/it/resilience.rs.)
+//! after `kill -9` of the holder a rerun resumes at once; shard folders never contend; two
+//! processes started at once on one folder: one is refused and nothing is played twice.
 
 use crate::lock_support;
 use crate::support;
@@ -224,5 +224,66 @@ fn shard_folders_never_contend_and_the_same_shard_twice_is_refused() {
     assert_eq!(folders.len(), 2, "{folders:?}");
     assert!(folders[0].ends_with("_shard0of2") && folders[1].ends_with("_shard1of2"));
     assert_eq!(server.seen(), 4);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two processes started at once on one run folder (a requeued task overlapping the old one).
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn two_runs_on_one_folder_one_is_refused_and_nothing_is_played_twice() {
+    use lock_support::{check_single_writer, run_args, spawn, strs, wait_until, GatedServer};
+    let (seeds, steps) = (4, 5);
+    // No request is answered until both processes are settled, so the winner is mid-run
+    // (holding the folder) whatever the scheduling.
+    let server = GatedServer::start(0);
+    let out = support::fresh_dir("run-lock-twice");
+    let args = run_args(
+        &server.url,
+        &out,
+        "twice",
+        seeds,
+        steps,
+        &["--concurrency", "4"],
+    );
+    let mut a = spawn(&strs(&args));
+    let mut b = spawn(&strs(&args));
+    let mut first_done = None;
+    wait_until("one of the two runs to exit", || {
+        if a.try_wait().unwrap().is_some() {
+            first_done = Some('a');
+        } else if b.try_wait().unwrap().is_some() {
+            first_done = Some('b');
+        }
+        first_done.is_some()
+    });
+    let (loser, winner) = match first_done {
+        Some('a') => (a, b),
+        _ => (b, a),
+    };
+    let winner_pid = winner.id();
+    let lost = loser.wait_with_output().unwrap();
+    assert_eq!(lost.status.code(), Some(2), "{}", support::stderr(&lost));
+    let msg = lock_support::error_line(&lost);
+    assert!(
+        msg.contains("is in use by another `vlm-eval run`")
+            && msg.contains(&format!("pid {winner_pid} on host"))
+            && msg.contains("started ")
+            && msg.contains("--run-name"),
+        "{msg}"
+    );
+    server.open();
+    let won = winner.wait_with_output().unwrap();
+    assert!(
+        won.status.success(),
+        "{}",
+        String::from_utf8_lossy(&won.stderr)
+    );
+    // The refused process sent nothing: the server saw exactly one run's requests, and the
+    // summary counts each of them once.
+    let requests = (seeds * steps) as usize;
+    assert_eq!(server.seen(), requests);
+    check_single_writer(&out.join("twice"), seeds, steps, requests);
     let _ = std::fs::remove_dir_all(&out);
 }

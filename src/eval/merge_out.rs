@@ -185,7 +185,7 @@ pub(super) fn swap_in(
     Ok(())
 }
 
-/// The test hook of `tests/hostile_merge.rs`: `VLM_EVAL_MERGE_KILL_AT=<point>` makes the merge
+/// The test hook of `tests/it/hostile_merge.rs`: `VLM_EVAL_MERGE_KILL_AT=<point>` makes the merge
 /// kill itself with SIGKILL at that point (`episode:<k>` after k episodes are copied, `summary`,
 /// `run-json`, `swap`, `renamed`), so the test can show that a merge killed anywhere is redone
 /// by `merge --force`. Unset (always, outside that test), it does nothing.

@@ -1,4 +1,4 @@
-//! What the hostile-input suites (`tests/hostile_*.rs`) share: a local endpoint that counts
+//! What the hostile-input suites (`tests/it/hostile_*.rs`) share: a local endpoint that counts
 //! the connections made to it (a refused command must send no request), and the refusal check
 //! (the exit code, exactly one line on stderr, and a working folder left empty: no run folder,
 //! no `results/`, no file), run for many cases at once so that a sweep stays fast.

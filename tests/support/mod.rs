@@ -1,13 +1,14 @@
-//! What the integration tests share, included by each with `mod support;` (and built on by the
-//! topical modules `report_support`, `lock_support`, `view_support`): the binary run with a
-//! controlled environment (std or tokio), its output as text, fresh scratch folders under
-//! `CARGO_TARGET_TMPDIR/<test binary>/` (so no two test binaries share a name), headless
-//! Chromium (or a printed skip); `hostile.rs` the hostile-input suites' counting endpoint and
-//! refusal check.
+//! What the integration tests share, included with `mod support;` by the harness's two test
+//! binaries, tests/it/ and tests/local_cli.rs (the local model through the CLI, which the CUDA
+//! scripts run with `--features cuda`) (built on by the topical modules `report_support`, `lock_support`,
+//! `view_support`): the binary run with a controlled environment (std or tokio), its output as
+//! text, fresh scratch folders under `CARGO_TARGET_TMPDIR/<test binary>/<test file>/` (so no two
+//! test files share a name), headless Chromium (or a printed skip); `hostile.rs` the
+//! hostile-input suites' counting endpoint and refusal check.
 //! Each test binary uses a part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod hostile;
@@ -74,14 +75,27 @@ pub fn all_text(o: &Output) -> String {
     out + &err
 }
 
-/// This test binary's scratch folder: `CARGO_TARGET_TMPDIR/<crate name>` (the crate name is
-/// the test binary's, since this module is compiled into each).
+/// The calling test file's scratch folder: `CARGO_TARGET_TMPDIR/<crate name>/<file>`, the test
+/// binary's crate name (this module is compiled into each) and the source file that asked
+/// (`cli` for tests/it/cli.rs, `report_support` for tests/it/report_support/mod.rs), so that
+/// no two test files share a name, also where many are modules of one binary (tests/it/) and
+/// run in one process at once.
+#[track_caller]
 fn scratch_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(env!("CARGO_CRATE_NAME"))
+    let file = Path::new(std::panic::Location::caller().file());
+    let stem = file.file_stem().expect("caller's source file");
+    let topic = match stem.to_str() {
+        Some("mod" | "main") => file.parent().and_then(Path::file_name).unwrap_or(stem),
+        _ => stem,
+    };
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(env!("CARGO_CRATE_NAME"))
+        .join(topic)
 }
 
-/// An empty folder `name` under this test binary's scratch folder (emptied if a previous run
-/// left it).
+/// An empty folder `name` under the calling test file's scratch folder (emptied if a previous
+/// run left it).
+#[track_caller]
 pub fn fresh_dir(name: &str) -> PathBuf {
     let dir = scratch_root().join(name);
     let _ = std::fs::remove_dir_all(&dir);
@@ -89,8 +103,10 @@ pub fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// A path `name` under this test binary's scratch folder that does not exist yet (removed if a
-/// previous run left it; its parent exists), for commands that create their own output folder.
+/// A path `name` under the calling test file's scratch folder that does not exist yet (removed
+/// if a previous run left it; its parent exists), for commands that create their own output
+/// folder.
+#[track_caller]
 pub fn scratch(name: &str) -> PathBuf {
     let dir = scratch_root().join(name);
     let _ = std::fs::remove_dir_all(&dir);

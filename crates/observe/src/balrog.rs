@@ -1,5 +1,5 @@
 //! BALROG's two observation texts for a game state, reproduced byte for byte (our code, checked
-//! against BALROG's own wrapper by `tests/balrog_parity.rs`).
+//! against BALROG's own wrapper by `tests/it/balrog_parity.rs`).
 //!
 //! - `long_term_context` (the view): a status line when asleep (it takes precedence) or dead,
 //!   followed by three blank lines; then `You see:` with the nearest thing of each kind as its

@@ -1,6 +1,7 @@
 """Ctrl-C stops the native vector env: a real SIGINT sent to a child process while it sits in a
 long native `reset` (2,048 envs) or `step` (512 envs at 384 px) raises KeyboardInterrupt there
-(the worker threads skip what is left), and the env is left open, waiting for a `reset()`.
+(the worker threads skip what is left), and the env is left open, waiting for a `reset()`
+(a signal that lands in the Python lines between two calls raises there, as in any loop).
 
 The child prints how long one call takes and how long after the signal the KeyboardInterrupt
 arrived (measured on the shared wall clock); the bound asserted is a liveness bound only (the
@@ -82,5 +83,10 @@ def test_sigint_raises_keyboard_interrupt_in_the_native_call(kind, n, size):
           f"{latency * 1000:.0f} ms after SIGINT")
     # A liveness bound (the bug ran on for good), not a speed assertion.
     assert latency < 30, f"KeyboardInterrupt came {latency:.1f} s after SIGINT"
-    assert "STEP-REFUSED" in lines and lines[-1] == "DONE", out
+    # Interrupted inside the native call, the env waits for a reset (STEP-REFUSED); a signal
+    # that lands in the Python lines between two calls leaves it stepping. Either way the reset
+    # and the step after it work.
+    assert ("STEP-REFUSED" in lines or "STEP-AFTER-INTERRUPT-WORKED" in lines) and lines[-1] == "DONE", out
+    if kind == "reset":  # calls of seconds: the signal lands inside one
+        assert "STEP-REFUSED" in lines, out
     assert "Exception ignored" not in err and "unprintable" not in err, err

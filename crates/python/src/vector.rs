@@ -250,6 +250,9 @@ impl VectorEnv {
             PyValueError::new_err(format!("env index {index} is out of range for {n} envs"))
         })?;
         *slot = Slot::new(engine);
+        // Reset before its next step, also when the `reset` that reseeds it is interrupted
+        // before it gets there.
+        slot.pending_reset = true;
         Ok(())
     }
 

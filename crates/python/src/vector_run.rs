@@ -28,9 +28,10 @@ fn signals() -> PyResult<()> {
 }
 
 /// Advance the slots that have work (reset if pending, else step), each writing its frame of
-/// `buf`, with the GIL released. Returns Err with the signal handler's exception (then
-/// `cancel` is set, and the slots not reached yet were left as they were); the caller also
-/// reads `cancel` set by `close()` from another thread, which skips the remaining slots too.
+/// `buf`, with the GIL released. Returns Err with the signal handler's exception when a signal
+/// came during the call (then `cancel` is set, and the slots not reached yet were left as they
+/// were; a signal after the last poll raises once all are done); the caller also reads
+/// `cancel` set by `close()` from another thread, which skips the remaining slots too.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -68,7 +69,8 @@ pub fn run(
                     }
                 }
             }
-            return Ok(());
+            // A signal since the last poll interrupts this call too.
+            return signals();
         };
         let (done_tx, done_rx) = mpsc::channel::<()>();
         pool.in_place_scope(|scope| {
@@ -84,8 +86,14 @@ pub fn run(
             let mut raised = None;
             loop {
                 match done_rx.recv_timeout(POLL) {
-                    // Finished, or the job panicked (the scope re-raises the panic).
-                    Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    // Finished, or the job panicked (the scope re-raises the panic). A signal
+                    // since the last poll interrupts this call too.
+                    Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        if raised.is_none() {
+                            raised = signals().err();
+                        }
+                        break;
+                    }
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         if raised.is_none() {
                             if let Err(e) = signals() {

@@ -100,7 +100,8 @@ def test_infos_tree_equals_sync_vector_env(mode, obs_text):
                     walk(a, b, f"{mode.name} length={length} semantic={semantic} {where} [{i}]", drop=drop)
 
             ends = play_side_by_side(ours, ref, n, mode, steps, SEEDS[0] + length, check)
-            assert ends >= n  # every env ended at least once on average: final_* was walked
+            if length == 40:  # truncations at 40 steps: final_* and masked resets were walked
+                assert ends >= n * (steps // 41)
             ours.close()
             ref.close()
 

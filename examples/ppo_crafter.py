@@ -204,7 +204,9 @@ def main() -> None:
 
     # The native vector env (vlmcrafter's vector entry point), gymnasium's NEXT_STEP autoreset;
     # the recorder appends crafter's stats line of every finished episode to LOGDIR/stats.jsonl.
-    envs = VectorRecorder(gym.make_vec(ENV_ID, num_envs=args.num_envs, length=args.episode_length), args.logdir)
+    # copy=False: the env's one frame buffer; the rollout storage (obs[step]) copies each frame.
+    envs = VectorRecorder(gym.make_vec(ENV_ID, num_envs=args.num_envs, length=args.episode_length, copy=False),
+                          args.logdir)
     height, width, _ = envs.single_observation_space.shape
     n_actions = int(envs.single_action_space.n)
     agent = Agent(height, width, n_actions).to(device)

@@ -16,7 +16,8 @@ do). Contenders, per frame size:
   - `gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=64)` (the native vector env through
     gymnasium's registry) in `NEXT_STEP` and in `SAME_STEP` autoreset, `--repeats` runs of each
     interleaved (the median is reported: the two modes see the same machine noise); with
-    `--make-vec-only --interleave`, also `VectorRecorder` over the NEXT_STEP env (stats.jsonl);
+    `--make-vec-only --interleave`, also `VectorRecorder` over the NEXT_STEP env (stats.jsonl)
+    and the NEXT_STEP env with `copy=True` (the others run `copy=False`, the zero-copy path);
   - the Rust engine alone: `vlm-eval bench env --json` (one thread, no Python);
   - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, only
     those calls timed.
@@ -97,7 +98,7 @@ def play_vector_env(env, n, env_steps, reset):
 
 
 def play_vector(n, size, env_steps):
-    venv = vc.VectorEnv(n, seed=0, size=(size, size), textures=ASSETS)
+    venv = vc.VectorEnv(n, seed=0, size=(size, size), textures=ASSETS, copy=False)
     return play_vector_env(venv, n, env_steps, venv.reset)
 
 
@@ -106,7 +107,7 @@ def play_make_vec(n, size, env_steps, mode, logdir=None):
     `reset(seed=0)` (see `play_vector_env`); with `logdir`, under `VectorRecorder` writing
     stats.jsonl there."""
     env = gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
-                             size=(size, size), textures=ASSETS)
+                             size=(size, size), textures=ASSETS, copy=False)
     if logdir is not None:
         from vlmcrafter.recorder import VectorRecorder
 
@@ -331,14 +332,15 @@ def make_vec_interleaved(n, size, calls, logdir, block=25):
 
     py = crafter.Env(seed=0, size=(size, size))
 
-    def make(mode):
+    def make(mode, copy=False):
         return gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode=mode,
-                                  size=(size, size), textures=ASSETS)
+                                  size=(size, size), textures=ASSETS, copy=copy)
 
     envs = [(mode, make(mode)) for mode in ("NEXT_STEP", "SAME_STEP")]
     envs.append(("RECORDER", VectorRecorder(make("NEXT_STEP"), logdir)))
+    envs.append(("COPY", make("NEXT_STEP", copy=True)))
     acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
-    spent = {"python_crafter": 0.0, "NEXT_STEP": 0.0, "SAME_STEP": 0.0, "RECORDER": 0.0}
+    spent = {"python_crafter": 0.0, "NEXT_STEP": 0.0, "SAME_STEP": 0.0, "RECORDER": 0.0, "COPY": 0.0}
     clock = time.perf_counter
     t = clock()
     py.reset()
@@ -360,13 +362,14 @@ def make_vec_interleaved(n, size, calls, logdir, block=25):
                 t = clock()
                 env.step(row)
                 spent[mode] += clock() - t
-    recorded = envs[-1][1].episodes_recorded
+    recorded = envs[2][1].episodes_recorded
     for _, env in envs:
         env.close()
     return {"python_crafter": calls / spent["python_crafter"],
             "next_step": calls * n / spent["NEXT_STEP"],
             "same_step": calls * n / spent["SAME_STEP"],
             "recorder": calls * n / spent["RECORDER"], "episodes_recorded": recorded,
+            "copy": calls * n / spent["COPY"],
             "load": os.getloadavg()[0]}
 
 
@@ -420,6 +423,12 @@ def make_vec_only(args, results):
     row("SAME_STEP / NEXT_STEP, per round (target ≥ 0.90)",
         lambda rs: "**" + f"{med(rs, lambda r: r['same_step'] / r['next_step']):.3f}** ("
         + ", ".join(f"{r['same_step'] / r['next_step']:.2f}" for r in rs) + ")")
+    if "copy" in results["sizes"][args.sizes[0]]["rounds"][0]:
+        row(f"`make_vec(ID, num_envs={n}, copy=True)`, NEXT_STEP (env-steps/s)",
+            lambda rs: f"{med(rs, lambda r: r['copy']):,.0f}")
+        row("copy=True / Python crafter, per round",
+            lambda rs: "**" + f"{med(rs, lambda r: r['copy'] / r['python_crafter']):,.0f}×** ("
+            + ", ".join(f"{r['copy'] / r['python_crafter']:,.0f}" for r in rs) + ")")
     row(f"`VectorRecorder(make_vec(ID, num_envs={n}))`, NEXT_STEP (env-steps/s)",
         lambda rs: f"{med(rs, lambda r: r['recorder']):,.0f}")
     row("time with the recorder / without, per round (target ≤ 1.05)",

@@ -59,7 +59,7 @@ def main():
     p.add_argument("--textures", default=None)
     args = p.parse_args()
     n = args.envs
-    kw = dict(seed=0, size=args.size, threads=args.threads, textures=args.textures)
+    kw = dict(seed=0, size=args.size, threads=args.threads, textures=args.textures, copy=False)
     plain = crafter.VectorEnv(n, **kw)
     with tempfile.TemporaryDirectory() as folder:
         recorded = VectorRecorder(crafter.VectorEnv(n, **kw), folder)

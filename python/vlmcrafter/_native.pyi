@@ -67,9 +67,13 @@ class VectorEnv:
         hint: Optional[str] = None,
         fetch: bool = True,
         autoreset: str = "NextStep",
+        obs_text: Optional[str] = None,
+        semantic: bool = False,
     ) -> None: ...
     @property
     def obs(self) -> npt.NDArray[np.uint8]: ...
+    @property
+    def closed(self) -> bool: ...
     @property
     def threads(self) -> int: ...
     @property
@@ -83,7 +87,7 @@ class VectorEnv:
         npt.NDArray[np.bool_],
         npt.NDArray[np.bool_],
         Dict[str, Any],
-        Optional[Tuple[List[int], npt.NDArray[np.uint8], Dict[str, Any]]],
+        Optional[Tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint8], Dict[str, Any]]],
     ]: ...
     episodes: list[int]
     def finished(self) -> Optional[List[Tuple[int, int, float, List[int]]]]: ...

@@ -7,6 +7,7 @@ gymnasium it is the same env on a small stand-in base.
 """
 
 import numbers
+import threading
 import warnings
 
 import numpy as np
@@ -17,7 +18,6 @@ from .crafter import (
     ACTION_NAMES,
     ITEM_NAMES,
     _crafter_assets_hint,
-    _draw_seed,
     _engine_seed,
     _length,
     _pair,
@@ -33,6 +33,7 @@ try:
 except ImportError:  # gymnasium is optional: the same env on a stand-in base
     _gym = None
     _AutoresetMode = None
+    _batch_space = None
 
     class _Base:
         """What this env uses of ``gymnasium.vector.VectorEnv`` when gymnasium is absent."""
@@ -85,23 +86,79 @@ def _is_int(value):
     return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _vector_seeds(n, seed):
-    """The constructor's seeds: one per env, drawn as crafter draws where None."""
+if _gym is not None:
+
+    class SeedError(_gym.error.Error, TypeError):
+        """A seed that is not an int: gymnasium's ``error.Error`` (what ``SyncVectorEnv``
+        raises) and a TypeError."""
+
+    class SeedRangeError(_gym.error.Error, ValueError):
+        """A negative seed: gymnasium's ``error.Error`` and a ValueError."""
+
+else:
+
+    class SeedError(TypeError):
+        """A seed that is not an int."""
+
+    class SeedRangeError(ValueError):
+        """A negative seed."""
+
+
+def _fresh_seed():
+    # Fresh OS entropy, never numpy's global RNG (as gymnasium's unseeded envs).
+    return int(np.random.default_rng().integers(0, 2**31 - 1))
+
+
+def _check_seed(seed, where):
+    """``seed`` as gymnasium's ``seeding.np_random`` takes it (an int >= 0, numpy ints too)."""
+    if not _is_int(seed):
+        raise SeedError(
+            f"{where}: seed {seed!r} is a {type(seed).__name__}; seeds must be ints >= 0 or None "
+            f"(gymnasium: Seed must be a python integer, actual type: {type(seed)})")
+    if seed < 0:
+        raise SeedRangeError(
+            f"{where}: seed {int(seed)} is negative; seeds must be ints >= 0 or None "
+            f"(gymnasium: Seed must be greater or equal to zero, actual value: {int(seed)})")
+    return int(seed)
+
+
+def _seeds(n, seed, where):
+    """One seed (or None) per env from an int (env ``i``: ``seed + i``), a sequence of ``n``
+    seeds or None, checked as gymnasium checks them."""
     if seed is None:
-        return [_draw_seed() for _ in range(n)]
+        return [None] * n
     if _is_int(seed):
-        return [int(seed) + i for i in range(n)]
+        base = _check_seed(seed, where)
+        return [base + i for i in range(n)]
     seeds = _seed_list(n, seed)
-    return [_draw_seed() if s is None else s for s in seeds]
+    return [None if s is None else _check_seed(s, f"{where}[{i}]") for i, s in enumerate(seeds)]
 
 
 def _seed_list(n, seed):
     if isinstance(seed, (str, bytes)) or not hasattr(seed, "__len__"):
-        raise TypeError(f"seed must be an int, a list of {n} seeds, or None; not {type(seed).__name__}")
+        raise SeedError(f"seed must be an int >= 0, a list of {n} seeds, or None; not {type(seed).__name__}")
     seeds = list(seed)
     if len(seeds) != n:
         raise ValueError(f"seed has {len(seeds)} values for {n} envs: give one per env (None keeps an env's own sequence)")
     return seeds
+
+
+def _actions(actions, n):
+    """``actions`` as a contiguous int64 array of shape (n,): any integer array-like (strided,
+    reversed, sliced, any integer dtype, a list)."""
+    a = np.asarray(actions)
+    if a.dtype.kind not in "iu":
+        raise TypeError(
+            f"actions must be integers 0..16 (one per env), got an array of {a.dtype}: pass e.g. "
+            "envs.action_space.sample() or np.asarray(actions, dtype=np.int64)")
+    if a.shape != (n,):
+        raise ValueError(f"actions must have shape ({n},), one action per env; got shape {a.shape}")
+    if a.dtype == np.int64 and a.flags.c_contiguous:
+        return a
+    if a.size and (a.max() > 16 or (a.dtype.kind == "i" and a.min() < 0)):
+        bad = a.max() if a.max() > 16 else a.min()
+        raise ValueError(f"action {int(bad)} is out of range: crafter's actions are ids 0..16")
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def _reset_mask(mask, n):
@@ -117,6 +174,21 @@ def _reset_mask(mask, n):
     return mask
 
 
+class _Release:
+    """Releases a lock already taken, at the end of a ``with`` block."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+
+
 class VectorEnv(_Base):
     """``n`` Crafter envs stepped together in native threads with the GIL released; with
     gymnasium installed, a ``gymnasium.vector.VectorEnv``.
@@ -125,34 +197,38 @@ class VectorEnv(_Base):
         n: number of envs (at least 1).
         area, view, size, reward, length, textures, fetch: as for :class:`vlmcrafter.crafter.Env`,
             shared by all.
-        seed: an int (env ``i`` uses ``seed + i``), a sequence of ``n`` seeds (a None in it is
-            drawn), or None (each drawn from numpy's global RNG, as crafter draws). The first
-            ``reset()`` starts these seeds' episode 1; ``reset(seed=...)`` reseeds.
+        seed: an int >= 0 (env ``i`` uses ``seed + i``), a sequence of ``n`` such seeds (a None in
+            it is drawn), or None (each drawn from fresh OS entropy; numpy's global RNG is never
+            touched). The first ``reset()`` starts these seeds' episode 1; ``reset(seed=...)``
+            reseeds.
         threads: worker threads, 1..min(n, 256); None uses the available cores (at most n).
         autoreset_mode: gymnasium's ``AutoresetMode`` (or its name): ``NEXT_STEP`` (default),
             ``SAME_STEP`` or ``DISABLED``; ``metadata["autoreset_mode"]`` holds it.
         render_mode: None or ``"rgb_array"`` (``render()`` returns each env's current frame).
         obs_text: None, ``"state"`` or ``"balrog"``: add each env's text observation of its
-            current state as ``infos["text"]`` (object array of str; costs a few µs per env).
+            current state as ``infos["text"]`` (object array of str, made on the worker threads).
+        copy: as gymnasium's ``SyncVectorEnv(copy=)``: True (the default) returns a new
+            observation array from every ``reset`` and ``step`` (a replay buffer may keep it);
+            False returns the env's one frame buffer, overwritten in place by the next call
+            (fastest: copy what you keep).
+        semantic: add crafter's ``semantic`` map to the infos (uint8 ``(n, area[0], area[1])``,
+            as ``SyncVectorEnv`` gives it); off by default because it costs a copy of the map per
+            env and step.
 
     Env ``i`` plays exactly the episodes a single :class:`vlmcrafter.crafter.Env` with its seed
     plays (and ``gymnasium.make`` of the id with ``reset(seed=)``): the same frames, rewards and
     states byte for byte, in every autoreset mode.
 
-    Frames are written into ONE preallocated uint8 array ``(n, H, W, 3)`` owned by the env:
-    ``reset()`` and every ``step()`` return that same array object, overwritten in place (copy
-    it to keep a frame). Rewards, flags and infos are fresh arrays each step.
-
-    ``step(actions)`` returns ``(obs, rewards, terminated, truncated, infos)``: ``rewards``
-    float64 ``(n,)``, ``terminated`` bool ``(n,)`` (the player died: crafter's discount 0),
-    ``truncated`` bool ``(n,)`` (``length`` reached alive). ``infos`` is gymnasium's dict of
-    arrays, each key with its ``_key`` bool mask: ``reward`` float64 (crafter's
-    ``info["reward"]``, the real reward even with ``reward=False``; 0 after a reset),
-    ``discount`` float32, ``player_pos`` int64 ``(n, 2)``, ``inventory`` int32 ``(n, 16)``
-    (columns :attr:`inventory_names`) and ``achievements`` int32 ``(n, 22)`` (columns
-    :attr:`achievement_names`: crafter's counts so far this episode). ``reset`` returns the
-    same keys (masked to the envs it reset). The semantic map is on demand:
-    ``call("semantic")``.
+    ``step(actions)`` takes any integer array-like of ``n`` actions and returns ``(obs, rewards,
+    terminated, truncated, infos)``: ``rewards`` float64 ``(n,)``, ``terminated`` bool ``(n,)``
+    (the player died: crafter's discount 0), ``truncated`` bool ``(n,)`` (``length`` reached
+    alive). ``infos`` has exactly the keys, dtypes, shapes and nesting that gymnasium's
+    ``SyncVectorEnv`` over the single env gives (``semantic`` only with ``semantic=True``):
+    ``inventory`` and ``achievements`` are dicts of int64 ``(n,)`` arrays by crafter's names,
+    each with its ``_name`` mask; ``discount`` and ``reward`` (crafter's ``info["reward"]``, the
+    real reward even with ``reward=False``; 0 after a reset) float64 ``(n,)``; ``player_pos``
+    int64 ``(n, 2)``; ``text`` with ``obs_text``; every key with its ``_key`` bool mask.
+    ``reset`` returns the same keys (masked to the envs it reset).
 
     Autoreset (gymnasium 1.x, https://farama.org/Vector-Autoreset-Mode):
       - ``NEXT_STEP``: the step that ends an env's episode returns its last frame and infos; the
@@ -160,21 +236,27 @@ class VectorEnv(_Base):
         frame with reward 0, terminated and truncated False.
       - ``SAME_STEP``: the step that ends an episode resets the env at once: ``obs`` and
         ``infos`` are the new episode's first; rewards and flags are the ending step's; the
-        ended episode's last frame is ``infos["final_obs"][i]`` and its infos are
-        ``infos["final_info"]`` (same keys, n-shaped, masked to the ended envs), with masks
-        ``infos["_final_obs"]`` / ``infos["_final_info"]``; these keys appear only when some env
-        ended.
+        ended episodes' last frames are ``infos["final_obs"]`` (an object array of ``n``: each
+        ended env's ``(H, W, 3)`` frame, None for the others, as gymnasium's) and their infos ``infos["final_info"]`` (the same tree, masked to
+        the ended envs), with masks ``infos["_final_obs"]`` / ``infos["_final_info"]``; these
+        keys appear only when some env ended.
       - ``DISABLED``: ended envs wait (stepping one is a RuntimeError) until
         ``reset(options={"reset_mask": mask})`` resets the masked envs (the others keep their
         state and frame).
+
+    Ctrl-C (any Python signal handler that raises) stops a running ``step`` or ``reset`` within
+    a few tens of ms and raises its KeyboardInterrupt; the env stays open but waits for a
+    ``reset()`` (``step`` raises until then). One call at a time: a call from a second thread
+    while one runs raises RuntimeError naming the env; ``close()`` works from any thread (it
+    stops a running call) and every later call raises "closed".
 
     Pickling keeps the constructor arguments, every env's seed and episode count; an unpickled
     vector env needs ``reset()``.
     """
 
-    #: Column names of ``infos["inventory"]``.
+    #: Names of ``infos["inventory"]``'s entries, in crafter's order.
     inventory_names = ITEM_NAMES
-    #: Column names of ``infos["achievements"]``.
+    #: Names of ``infos["achievements"]``'s entries, in crafter's order.
     achievement_names = ACHIEVEMENT_NAMES
     #: crafter's action names, by id.
     action_names = ACTION_NAMES
@@ -195,6 +277,8 @@ class VectorEnv(_Base):
         autoreset_mode="NEXT_STEP",
         render_mode=None,
         obs_text=None,
+        copy=True,
+        semantic=False,
     ):
         if not _is_int(n):
             raise TypeError(f"n must be an int (the number of envs), not {type(n).__name__}")
@@ -205,13 +289,16 @@ class VectorEnv(_Base):
             if not _is_int(threads):
                 raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
             threads = int(threads)
+        for name, value in (("copy", copy), ("semantic", semantic)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{name}={value!r}: must be True or False")
         mode = _autoreset_value(autoreset_mode)
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: use None or 'rgb_array'")
         if obs_text not in _TEXT_FORMATS:
             raise ValueError(f"obs_text={obs_text!r}: use None, 'state' or 'balrog'")
         self.num_envs = n
-        self._seeds = _vector_seeds(n, seed)
+        self._seeds = [_fresh_seed() if s is None else s for s in _seeds(n, seed, "seed")]
         view_pair = _pair("view", view, True)
         size_pair = _pair("size", size, True)
         self._kwargs = dict(
@@ -226,6 +313,8 @@ class VectorEnv(_Base):
             autoreset_mode=mode,
             render_mode=render_mode,
             obs_text=obs_text,
+            copy=bool(copy),
+            semantic=bool(semantic),
         )
         self._core = _native.VectorEnv(
             [_engine_seed(s) for s in self._seeds],
@@ -239,8 +328,15 @@ class VectorEnv(_Base):
             _crafter_assets_hint() if textures is None else None,
             bool(fetch),
             mode,
+            obs_text,
+            bool(semantic),
         )
         self._obs = self._core.obs
+        self._guard = threading.Lock()
+        self._sub_rngs = [None] * n
+        self._has_reset = False
+        self.copy = bool(copy)
+        self.semantic = bool(semantic)
         self.autoreset_mode = _autoreset_mode(mode)
         self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": ["rgb_array"], "render_fps": 10}
         self.render_mode = render_mode
@@ -260,6 +356,17 @@ class VectorEnv(_Base):
             self.observation_space = BoxSpace(0, 255, (n, height, width, 3), np.uint8)
             self.action_space = multi_discrete([len(ACTION_NAMES)] * n)
 
+    def _enter(self, what):
+        """Take the env for one call: RuntimeError when it is closed or another thread is in it."""
+        if self.closed or self._core.closed:
+            raise RuntimeError(f"{what}: this VectorEnv (num_envs={self.num_envs}) is closed: make a new one to go on")
+        if not self._guard.acquire(blocking=False):
+            raise RuntimeError(
+                f"{what}: this VectorEnv (num_envs={self.num_envs}, id 0x{id(self):x}) is busy: another thread "
+                "is calling it right now. One vector env serves one thread at a time: give each thread "
+                "its own env, or share it behind a lock")
+        return _Release(self._guard)
+
     @property
     def threads(self):
         """Worker threads stepping the envs."""
@@ -272,13 +379,25 @@ class VectorEnv(_Base):
 
     @property
     def obs(self):
-        """The frame buffer ``(n, H, W, 3)`` (the array ``reset`` and ``step`` return)."""
+        """The env's frame buffer ``(n, H, W, 3)``, overwritten by every call (what ``reset``
+        and ``step`` return with ``copy=False``; with ``copy=True`` they return copies of it)."""
         return self._obs
 
     @property
     def episodes(self):
-        """Episodes started so far by each env."""
+        """Episodes started so far by each env; settable (a list of n ints, or one int for all:
+        the next reset of env ``i`` starts episode ``value + 1``)."""
         return self._core.episodes
+
+    @episodes.setter
+    def episodes(self, values):
+        if _is_int(values):
+            values = [values] * self.num_envs
+        values = list(values)
+        if len(values) != self.num_envs or not all(_is_int(v) for v in values):
+            raise ValueError(f"episodes: give {self.num_envs} ints (one per env) or one int for all; got {values!r}")
+        with self._enter("episodes"):
+            self._core.episodes = [int(v) for v in values]
 
     def finished_episodes(self):
         """The episodes that ended on the last ``step``, counted as crafter's ``Recorder``
@@ -294,68 +413,49 @@ class VectorEnv(_Base):
         """Start the next episode of every env (or of the envs ``options["reset_mask"]`` marks);
         returns ``(obs, infos)``.
 
-        ``seed``: None (each env goes on with its own seed's next episode), an int (env ``i``
-        starts episode 1 of seed ``seed + i``, as ``SyncVectorEnv`` seeds its envs), or a list
-        of ``n`` seeds (None in it: that env goes on). An int also seeds :attr:`np_random`.
-        ``options["reset_mask"]``: a bool array ``(n,)`` with at least one True; only those envs
-        reset (seeds for the others are ignored), and ``infos`` is masked to them. ``options``
-        is not modified.
+        ``seed``: None (each env goes on with its own seed's next episode), an int >= 0 (env
+        ``i`` starts episode 1 of seed ``seed + i``, as ``SyncVectorEnv`` seeds its envs), or a
+        list of ``n`` such seeds (None in it: that env goes on). Other seeds raise gymnasium's
+        ``error.Error`` as ``SyncVectorEnv`` does (here also a TypeError or ValueError). An int
+        also seeds :attr:`np_random`. ``options["reset_mask"]``: a bool array ``(n,)`` with at
+        least one True; only those envs reset (seeds for the others are ignored), and ``infos``
+        is masked to them. ``options`` is not modified.
         """
-        n = self.num_envs
-        seeds = [None] * n if seed is None else [int(seed) + i for i in range(n)] if _is_int(seed) else _seed_list(n, seed)
-        mask = None
-        if options is not None and "reset_mask" in options:
-            mask = _reset_mask(options["reset_mask"], n)
-        engine = [None if s is None else _engine_seed(s) for s in seeds]
-        if _is_int(seed) and _gym is not None:
-            from gymnasium.utils import seeding
+        with self._enter("reset()"):
+            n = self.num_envs
+            seeds = _seeds(n, seed, "reset(seed=...)")
+            mask = None
+            if options is not None and "reset_mask" in options:
+                mask = _reset_mask(options["reset_mask"], n)
+            if _is_int(seed) and _gym is not None:
+                from gymnasium.utils import seeding
 
-            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
-        for i, e in enumerate(engine):
-            if e is not None and (mask is None or mask[i]):
-                self._core.reseed(i, e)
-                self._seeds[i] = seeds[i]
-        infos = self._core.reset(None if mask is None else mask.tolist())
-        if self.obs_text is not None:
-            self._add_text(infos, mask)
-        return self._obs, infos
+                self._np_random, self._np_random_seed = seeding.np_random(int(seed))
+            for i, s in enumerate(seeds):
+                if s is not None and (mask is None or mask[i]):
+                    self._core.reseed(i, _engine_seed(s))
+                    self._seeds[i] = s
+                    self._sub_rngs[i] = ("seed", s)
+            infos = self._core.reset(None if mask is None else mask.tolist())
+            self._has_reset = True
+            return (self._obs.copy() if self.copy else self._obs), infos
 
     def step(self, actions):
-        """Step env ``i`` with ``actions[i]`` (ints 0..16, any int array-like of shape (n,));
-        returns ``(obs, rewards, terminated, truncated, infos)`` (see the class doc)."""
-        a = np.asarray(actions)
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"actions must be ints 0..16, got an array of {a.dtype}")
-        if a.shape != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},), one per env; got {a.shape}")
-        if a.dtype != np.int64:
-            if a.dtype.kind == "u" and a.size and a.max() > 16:
-                raise ValueError(f"action {int(a.max())} is out of range: crafter's actions are ids 0..16")
-            a = a.astype(np.int64)
-        rewards, terminated, truncated, infos, ended = self._core.step(a)
-        if ended is not None:
-            index, frames, final_info = ended
-            final_obs = np.full(self.num_envs, None, dtype=object)
-            for j, i in enumerate(index):
-                final_obs[i] = frames[j]
-            done = np.zeros(self.num_envs, dtype=np.bool_)
-            done[index] = True
-            infos["final_obs"] = final_obs
-            infos["_final_obs"] = done
-            infos["final_info"] = final_info
-            infos["_final_info"] = done.copy()
-        if self.obs_text is not None:
-            self._add_text(infos, None)
-        return self._obs, rewards, terminated, truncated, infos
-
-    def _add_text(self, infos, mask):
-        fmt = self.obs_text
-        text = np.full(self.num_envs, None, dtype=object)
-        for i in range(self.num_envs):
-            if mask is None or mask[i]:
-                text[i] = self._core.text(i, fmt)
-        infos["text"] = text
-        infos["_text"] = np.ones(self.num_envs, dtype=np.bool_) if mask is None else mask.copy()
+        """Step env ``i`` with ``actions[i]`` (ints 0..16, any integer array-like of shape
+        (n,)); returns ``(obs, rewards, terminated, truncated, infos)`` (see the class doc)."""
+        with self._enter("step()"):
+            a = _actions(actions, self.num_envs)
+            rewards, terminated, truncated, infos, ended = self._core.step(a)
+            if ended is not None:
+                done, frames, final_info = ended
+                final_obs = np.full(self.num_envs, None, dtype=object)
+                for i in np.flatnonzero(done):
+                    final_obs[i] = frames[i]
+                infos["final_obs"] = final_obs
+                infos["_final_obs"] = done
+                infos["final_info"] = final_info
+                infos["_final_info"] = done.copy()
+            return (self._obs.copy() if self.copy else self._obs), rewards, terminated, truncated, infos
 
     def render(self):
         """Each env's current frame (a tuple of ``(H, W, 3)`` copies) with
@@ -363,54 +463,78 @@ class VectorEnv(_Base):
         if self.render_mode is None:
             warnings.warn("render() without render_mode: pass render_mode='rgb_array'", stacklevel=2)
             return None
-        return tuple(frame.copy() for frame in self._obs)
+        with self._enter("render()"):
+            return tuple(frame.copy() for frame in self._obs)
 
     def text(self, index, fmt="state"):
-        """The text observation (``"state"`` or ``"balrog"``) of env ``index``'s current state."""
-        return self._core.text(index, fmt)
+        """The text observation (``"state"`` or ``"balrog"``) of env ``index``'s current state
+        (IndexError outside ``0..n-1``)."""
+        if not _is_int(index):
+            raise TypeError(f"index must be an int 0..{self.num_envs - 1}, not {type(index).__name__}")
+        with self._enter("text()"):
+            return self._core.text(int(index), fmt)
 
-    # -- gymnasium's call / get_attr / set_attr, over the sub-envs --------------------------
+    def semantic_map(self, index):
+        """crafter's semantic map of env ``index``'s current state (uint8, area-shaped,
+        [x][y]; the single env's ``info["semantic"]``)."""
+        if not _is_int(index):
+            raise TypeError(f"index must be an int 0..{self.num_envs - 1}, not {type(index).__name__}")
+        with self._enter("semantic_map()"):
+            return self._core.semantic(int(index))
+
+    # -- gymnasium's call / get_attr / set_attr: the names SyncVectorEnv's sub-envs answer ----
+
+    def _sub_rng(self, i):
+        """Sub-env ``i``'s ``np_random`` (gymnasium's, seeded by ``reset(seed=)`` as the
+        single env's is; fresh entropy until then), made on first use."""
+        if not isinstance(self._sub_rngs[i], tuple) or self._sub_rngs[i][0] != "rng":
+            seed = self._sub_rngs[i][1] if isinstance(self._sub_rngs[i], tuple) else None
+            if _gym is not None:
+                from gymnasium.utils import seeding
+
+                self._sub_rngs[i] = ("rng",) + seeding.np_random(seed)
+            else:
+                sequence = np.random.SeedSequence(seed)
+                self._sub_rngs[i] = ("rng", np.random.default_rng(sequence), sequence.entropy)
+        return self._sub_rngs[i]
 
     _CALLS = {
-        "text": lambda self, i, *a, **k: self._core.text(i, *a, **k),
-        "semantic": lambda self, i: self._core.semantic(i),
-        "render": lambda self, i: self._obs[i].copy(),
+        "text": lambda self, i, fmt="state": self._core.text(i, fmt),
+        "render": lambda self, i: self._obs[i].copy() if self.render_mode is not None else None,
     }
-    _PER_ENV = {
-        "episode": lambda self: self._core.episodes,
-        "seed": lambda self: list(self._seeds),
+    _VALUES = {
+        "observation_space": lambda self, i: self.single_observation_space,
+        "action_space": lambda self, i: self.single_action_space,
+        "render_mode": lambda self, i: self.render_mode,
+        "obs_text": lambda self, i: self.obs_text,
+        "metadata": lambda self, i: {"render_modes": ["rgb_array"], "render_fps": 10},
+        "spec": lambda self, i: self.spec,
+        "unwrapped": lambda self, i: self,
+        "np_random": lambda self, i: self._sub_rng(i)[1],
+        "np_random_seed": lambda self, i: self._sub_rng(i)[2],
+        "has_reset": lambda self, i: self._has_reset,
     }
-    _SHARED = {
-        "observation_space": lambda self: self.single_observation_space,
-        "action_space": lambda self: self.single_action_space,
-        "render_mode": lambda self: self.render_mode,
-        "obs_text": lambda self: self.obs_text,
-        "action_names": lambda self: list(ACTION_NAMES),
-        "area": lambda self: self._kwargs["area"],
-        "view": lambda self: self._kwargs["view"],
-        "size": lambda self: self._kwargs["size"],
-        "reward": lambda self: self._kwargs["reward"],
-        "length": lambda self: self._kwargs["length"],
-    }
-    _SETTABLE = ("episode",)
+    #: What SyncVectorEnv's sub-envs answer that this env answers on itself instead.
+    _VECTOR_ONLY = ("reset", "step", "close")
 
     def _known(self):
-        return sorted(set(self._CALLS) | set(self._PER_ENV) | set(self._SHARED))
+        return sorted(set(self._CALLS) | set(self._VALUES))
 
     def call(self, name, *args, **kwargs):
-        """Call ``name`` on every sub-env: a tuple of n results. Methods: ``text(fmt)``,
-        ``semantic()`` (uint8 area-shaped map, [x][y]), ``render()``; attributes (args
-        ignored, as gymnasium does): ``episode``, ``seed``, and the shared ``observation_space``,
-        ``action_space``, ``render_mode``, ``obs_text``, ``action_names``, ``area``, ``view``,
-        ``size``, ``reward``, ``length``. Any other name is an AttributeError."""
-        n = self.num_envs
-        if name in self._CALLS:
-            return tuple(self._CALLS[name](self, i, *args, **kwargs) for i in range(n))
-        if name in self._PER_ENV:
-            return tuple(self._PER_ENV[name](self))
-        if name in self._SHARED:
-            value = self._SHARED[name](self)
-            return tuple(value for _ in range(n))
+        """Call ``name`` on every sub-env (a tuple of n results), answering the names gymnasium's
+        ``SyncVectorEnv`` answers over the single env: the methods ``text(fmt)`` and
+        ``render()``, and the attributes (args ignored) ``observation_space``,
+        ``action_space``, ``render_mode``, ``obs_text``, ``metadata``, ``spec``, ``unwrapped``
+        (this env), ``has_reset``, ``np_random`` and ``np_random_seed`` (each sub-env's
+        generator, seeded as the single env's by ``reset(seed=)``). ``reset``, ``step`` and ``close`` are the vector
+        env's own methods; any other name is an AttributeError."""
+        if name in self._VECTOR_ONLY:
+            raise AttributeError(f"call({name!r}): the native vector env has no separate sub-envs; call envs.{name}() itself")
+        with self._enter(f"call({name!r})"):
+            if name in self._CALLS:
+                return tuple(self._CALLS[name](self, i, *args, **kwargs) for i in range(self.num_envs))
+            if name in self._VALUES:
+                return tuple(self._VALUES[name](self, i) for i in range(self.num_envs))
         raise AttributeError(f"{name!r}: the sub-envs have no such attribute; call/get_attr know {', '.join(self._known())}")
 
     def get_attr(self, name):
@@ -418,29 +542,19 @@ class VectorEnv(_Base):
         return self.call(name)
 
     def set_attr(self, name, values):
-        """Set attribute ``name`` of every sub-env: ``values`` a list/tuple of n values, or one
-        value for all. Settable: ``episode`` (the episode count; the next reset of that env
-        starts episode ``value + 1``). Any other name is an AttributeError, a wrong number of
-        values a ValueError; either way nothing changes."""
-        if name not in self._SETTABLE:
-            if name in self._known():
-                raise AttributeError(f"{name!r} is read-only; set_attr can set {', '.join(self._SETTABLE)}")
-            raise AttributeError(f"{name!r}: the sub-envs have no such attribute; set_attr can set {', '.join(self._SETTABLE)}")
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(f"set_attr({name!r}): got {len(values)} values for {self.num_envs} envs; give one per env or a single value")
-        if not all(_is_int(v) for v in values):
-            raise TypeError(f"set_attr({name!r}): values must be ints, got {values!r}")
-        self._core.episodes = [int(v) for v in values]
+        """gymnasium's ``set_attr``: the sub-envs' attributes are read-only here, so this raises
+        AttributeError (a wrong name too); ``episodes`` is settable on the env itself."""
+        if name in self._known():
+            raise AttributeError(f"set_attr({name!r}): {name!r} is read-only in the native vector env")
+        raise AttributeError(f"set_attr({name!r}): the sub-envs have no such attribute; set the episode counts with envs.episodes = [...]")
 
     def close(self, **kwargs):
-        """Stop the worker threads and free the envs; stepping afterwards is a RuntimeError.
-        Closing again does nothing."""
+        """Close the env, from any thread: a call running in another thread stops and raises;
+        every later call raises RuntimeError "closed". Closing again does nothing."""
         if self.closed:
             return
-        self._core.close()
         self.closed = True
+        self._core.close()
 
     def __len__(self):
         return self.num_envs
@@ -457,14 +571,16 @@ class VectorEnv(_Base):
         return (
             f"vlmcrafter.crafter.VectorEnv({self.num_envs}, area={tuple(k['area'])!r}, view={k['view']!r}, "
             f"size={k['size']!r}, reward={k['reward']!r}, length={k['length']!r}, "
-            f"seed={self._seeds[0]!r}..., threads={self.threads}, autoreset_mode={k['autoreset_mode']!r})"
+            f"seed={self._seeds[0]!r}..., threads={self.threads}, autoreset_mode={k['autoreset_mode']!r}, "
+            f"copy={k['copy']!r})"
         )
 
 
 def make_vec_env(num_envs=1, max_episode_steps=None, **kwargs):
     """The ``vector_entry_point`` of ``vlmcrafter/Crafter-v1``: ``gymnasium.make_vec(ID,
     num_envs=n, **kwargs)`` gives ``VectorEnv(n, **kwargs)`` (``autoreset_mode=``,
-    ``threads=``, ``seed=`` and the env's arguments go in ``kwargs``)."""
+    ``threads=``, ``seed=``, ``copy=``, ``semantic=`` and the env's arguments go in
+    ``kwargs``)."""
     if max_episode_steps is not None:
         raise ValueError(
             f"max_episode_steps={max_episode_steps}: the native vector env has no TimeLimit; use "

@@ -196,7 +196,7 @@ def test_finished_episodes_reports_each_ended_episode_once(assets):
     assert [e[0] for e in ended] == list(range(n))
     for i, steps, reward, achievements in ended:
         assert steps == length and reward == total[i]
-        assert list(achievements) == infos["achievements"][i].tolist()
+        assert list(achievements) == [int(infos["achievements"][k][i]) for k in vc.ACHIEVEMENT_NAMES]
     env.step(np.zeros(n, np.int64))  # NEXT_STEP: the resetting step ends nothing
     assert env.finished_episodes() is None
     env.reset()

@@ -20,7 +20,7 @@ def started(n=3, mode=AutoresetMode.NEXT_STEP, **kwargs):
 
 
 def snapshot(env):
-    return env.unwrapped.obs.tobytes(), env.get_attr("episode"), env.get_attr("seed")
+    return env.unwrapped.obs.tobytes(), env.unwrapped.episodes, env.unwrapped.seeds
 
 
 @pytest.mark.parametrize("seed", [[1, 2], [1, 2, 3, 4], []])
@@ -76,13 +76,15 @@ def test_set_attr_refused(name):
     assert snapshot(env) == before
 
 
-def test_set_attr_wrong_count():
+def test_episodes_wrong_count():
     env = started(3)
     before = snapshot(env)
-    with pytest.raises(ValueError, match="2 values for 3 envs"):
-        env.set_attr("episode", [1, 2])
-    with pytest.raises(TypeError, match="ints"):
-        env.set_attr("episode", [1, 2, "x"])
+    with pytest.raises(ValueError, match="give 3 ints"):
+        env.unwrapped.episodes = [1, 2]
+    with pytest.raises(ValueError, match="give 3 ints"):
+        env.unwrapped.episodes = [1, 2, "x"]
+    with pytest.raises(AttributeError, match="episode"):
+        env.set_attr("episode", [1, 2, 3])
     assert snapshot(env) == before
 
 

@@ -68,15 +68,16 @@ def test_autoreset_mode_by_name(name, want):
 
 
 def compare_infos(ours, ref, n, where, mask_key="_discount"):
-    """`ours` (matrices for inventory/achievements) against SyncVectorEnv's (dicts of arrays)."""
+    """`ours` against SyncVectorEnv's (both dicts of arrays; every field in
+    test_vector_parity_tree.py)."""
     mask = ref[mask_key]
     for key in KEYS:
         assert (ours[f"_{key}"] == ref[f"_{key}"]).all(), f"{where}: _{key}"
         assert (ours[key][mask] == ref[key][mask]).all(), f"{where}: {key}"
     for key, names in (("inventory", vc.ITEM_NAMES), ("achievements", vc.ACHIEVEMENT_NAMES)):
         assert (ours[f"_{key}"] == ref[f"_{key}"]).all(), f"{where}: _{key}"
-        want = np.stack([ref[key][name] for name in names], axis=1)
-        assert (ours[key][mask] == want[mask]).all(), f"{where}: {key}"
+        for name in names:
+            assert (ours[key][name][mask] == ref[key][name][mask]).all(), f"{where}: {key}.{name}"
 
 
 def check_against_sync(mode, n, length, steps, seed):
@@ -188,14 +189,14 @@ def test_dict_info_to_list_reads_the_masks():
     base = env.unwrapped
     _, infos = env.reset(seed=SEEDS[2])
     assert isinstance(infos, list) and len(infos) == n
-    assert infos[1]["inventory"].tolist() == [9, 9, 9, 9] + [0] * 12
+    assert [infos[1]["inventory"][k] for k in vc.ITEM_NAMES] == [9, 9, 9, 9] + [0] * 12
     for t in range(5):
         _, _, _, trunc, infos = env.step(np.full(n, 1))
     assert trunc.all()
     for i in range(n):
         assert "final_obs" in infos[i] and infos[i]["final_obs"].shape == (64, 64, 3)
-        assert infos[i]["final_info"]["achievements"].shape == (len(base.achievement_names),)
-        assert infos[i]["achievements"].sum() == 0  # the new episode's
+        assert list(infos[i]["final_info"]["achievements"]) == list(base.achievement_names)
+        assert sum(infos[i]["achievements"].values()) == 0  # the new episode's
 
 
 def test_transform_and_normalize_observation_wrappers():
@@ -248,7 +249,7 @@ def test_make_vec_wrappers_in_sync_mode():
 
 def test_obs_buffer_zero_copy_under_make_vec():
     for mode in MODES:
-        env = native(3, mode, length=8)
+        env = native(3, mode, length=8, copy=False)
         obs, _ = env.reset(seed=SEEDS[0])
         assert obs is env.unwrapped.obs
         for t in range(30):
@@ -280,8 +281,8 @@ def test_seeding_like_sync():
         want = e.reset()
     assert_same_frame(want, obs[1], "env 1 went on to episode 3")
     assert_same_frame(vc.Env(seed=5).reset(), obs[2], "env 2 seed 5")
-    assert env.get_attr("seed") == (s, s + 1, 5)
-    assert env.get_attr("episode") == (1, 3, 1)
+    assert env.unwrapped.seeds == [s, s + 1, 5]
+    assert env.unwrapped.episodes == [1, 3, 1]
 
 
 def test_call_get_attr_set_attr_render():
@@ -293,22 +294,22 @@ def test_call_get_attr_set_attr_render():
         _, info = single.reset(seed=s + i)
         assert infos["text"][i] == info["text"]
         assert env.call("text", "state")[i] == info["text"]
-        assert env.call("semantic")[i].tobytes() == info["semantic"].tobytes()
+        assert env.unwrapped.semantic_map(i).tobytes() == info["semantic"].tobytes()
     frames = env.render()
     assert isinstance(frames, tuple) and len(frames) == n
     assert all(f.tobytes() == obs[i].tobytes() for i, f in enumerate(frames))
     assert env.get_attr("observation_space") == (env.single_observation_space,) * n
     assert env.get_attr("render_mode") == ("rgb_array",) * n
-    assert env.get_attr("episode") == (1, 1)
-    env.set_attr("episode", [4, 9])
-    assert env.get_attr("episode") == (4, 9)
+    assert env.unwrapped.episodes == [1, 1]
+    env.unwrapped.episodes = [4, 9]
+    assert env.unwrapped.episodes == [4, 9]
     env.reset()
     want = vc.Env(seed=s + 1)
     for _ in range(10):  # episode 10: set to 9, then one reset
         frame = want.reset()
-    assert_same_frame(frame, env.obs[1], "env 1 after set_attr('episode', 9) and a reset")
-    env.set_attr("episode", 0)
-    assert env.get_attr("episode") == (0, 0)
+    assert_same_frame(frame, env.obs[1], "env 1 after episodes = [4, 9] and a reset")
+    env.unwrapped.episodes = 0
+    assert env.unwrapped.episodes == [0, 0]
     with pytest.raises(AttributeError, match="nope"):
         env.get_attr("nope")
     with pytest.warns(UserWarning, match="render_mode"):
@@ -319,11 +320,19 @@ def test_call_get_attr_set_attr_render():
 def test_achievements_at_the_episode_end(mode):
     """The counts at the ending step are in the ending step's infos (next-step, disabled) or in
     final_info (same-step): what the vector recorder reads."""
-    n, length, seed = 2, 40, SEEDS[1]
-    env = native(n, mode, length=length)
-    env.reset(seed=seed)
+    n, length = 2, 40
     rng = np.random.RandomState(5)
     acts = rng.randint(0, 17, size=(length, n))
+
+    def survives(seed, actions):  # about 1 seed in 150 walks into lava before step 40
+        single = vc.Env(seed=seed, length=length)
+        single.reset()
+        return not any(single.step(int(a))[2] for a in actions[:-1])
+
+    seed = next(s for s in range(SEEDS[1], SEEDS[1] + 50)
+                if all(survives(s + i, acts[:, i]) for i in range(n)))
+    env = native(n, mode, length=length)
+    env.reset(seed=seed)
     for row in acts:
         _, _, term, trunc, infos = env.step(row)
     assert (term | trunc).all()
@@ -334,8 +343,9 @@ def test_achievements_at_the_episode_end(mode):
         for a in acts[:, i]:
             _, _, done, info = single.step(int(a))
         assert done
-        assert ended["achievements"][i].tolist() == [info["achievements"][k] for k in vc.ACHIEVEMENT_NAMES]
-        assert ended["inventory"][i].tolist() == [info["inventory"][k] for k in vc.ITEM_NAMES]
+        assert ({k: int(v[i]) for k, v in ended["achievements"].items() if k[0] != "_"}
+                == info["achievements"])
+        assert {k: int(v[i]) for k, v in ended["inventory"].items() if k[0] != "_"} == info["inventory"]
 
 
 def test_without_gymnasium_still_works():

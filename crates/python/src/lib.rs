@@ -9,6 +9,8 @@ mod stats_line;
 mod textures;
 mod vector;
 mod vector_info;
+mod vector_run;
+mod vector_slot;
 
 use pyo3::prelude::*;
 use vlm_eval_crafter::{ACHIEVEMENT_NAMES, ACTION_NAMES, ITEM_NAMES};

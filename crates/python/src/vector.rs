@@ -2,206 +2,125 @@
 //! into one preallocated `(n, H, W, 3)` array, gymnasium 1.x's three autoreset modes
 //! (next-step, same-step with the ended episodes' last frames and states kept, disabled with
 //! masked resets) and per-env reseeding.
+//!
+//! One call at a time: a second thread's call while one runs is refused with an error naming
+//! the env; `close()` from any thread stops a running call (its workers skip what is left) and
+//! closes the env. Ctrl-C stops a running `step`/`reset` (vector_run.rs); the env then needs a
+//! `reset()`.
 
-use std::sync::Arc;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use numpy::{PyArray1, PyArray2, PyArray4, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use rayon::prelude::*;
 use vlm_eval_crafter::rules::{Action, N_ACHIEVEMENTS};
 use vlm_eval_crafter::{Env as Engine, EnvConfig, TextureSet};
 
 use crate::convert;
 use crate::stats_line;
 use crate::textures;
-use crate::vector_info::{self, State};
+use crate::vector_info::{self, Layout, State};
+use crate::vector_run;
+use crate::vector_slot::{Autoreset, Extras, Finished, Slot};
 
 /// The most worker threads a vector env may use.
 const MAX_THREADS: usize = 256;
 
-/// gymnasium 1.x's autoreset modes (`AutoresetMode`'s values name them in Python).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Autoreset {
-    /// The step after an episode ends resets the env (its action ignored).
-    NextStep,
-    /// The step that ends an episode resets the env at once; its last frame and state are kept.
-    SameStep,
-    /// No autoreset: the caller resets ended envs with a mask.
-    Disabled,
+thread_local! {
+    /// This thread's token (its address is unique among live threads).
+    static TOKEN: Cell<u8> = const { Cell::new(0) };
 }
 
-impl Autoreset {
-    fn parse(value: &str) -> PyResult<Autoreset> {
-        match value {
-            "NextStep" => Ok(Autoreset::NextStep),
-            "SameStep" => Ok(Autoreset::SameStep),
-            "Disabled" => Ok(Autoreset::Disabled),
-            other => Err(PyValueError::new_err(format!(
-                "unknown autoreset mode {other:?}: use \"NextStep\", \"SameStep\" or \"Disabled\""
-            ))),
-        }
-    }
+fn thread_token() -> usize {
+    TOKEN.with(|t| t as *const Cell<u8> as usize)
 }
 
-/// An ended episode's last frame and state (same-step autoreset).
-struct Final {
-    frame: Vec<u8>,
-    state: State,
-}
-
-/// An episode that ended on the last step, as crafter's `Recorder` counts it: its steps (the
-/// reset not counted), the sum of its real rewards (float64, in step order) and its
-/// achievement counts at the end.
-#[derive(Clone, Copy)]
-struct Finished {
-    length: u32,
-    reward: f64,
-    achievements: [i32; N_ACHIEVEMENTS],
-}
-
-/// One sub-env and what its last step gave.
-struct Slot {
-    engine: Engine,
-    /// The episode ended on the last step: the next step resets it (next-step autoreset), or
-    /// stepping is refused until a masked reset (autoreset disabled).
-    pending_reset: bool,
-    /// The reward `step` returns (0.0 when the env hides rewards).
-    reward: f64,
-    /// The step's real reward, for `infos["reward"]` (0.0 after a reset).
-    info_reward: f64,
-    terminated: bool,
-    truncated: bool,
-    /// Same-step autoreset: the episode ended on this step and `last` holds its end.
-    ended: bool,
-    last: Option<Box<Final>>,
-    /// Steps and real reward of the running episode (for the stats recorder).
-    ep_length: u32,
-    ep_reward: f64,
-    /// The episode that ended on this env's last advance (cleared by the next one). A slot a
-    /// masked reset leaves out keeps it, but `VectorEnv::last_finished`, cleared by every
-    /// reset, is what is read, and every step advances every slot.
-    finished: Option<Finished>,
-}
-
-impl Slot {
-    fn new(engine: Engine) -> Slot {
-        Slot {
-            engine,
-            pending_reset: false,
-            reward: 0.0,
-            info_reward: 0.0,
-            terminated: false,
-            truncated: false,
-            ended: false,
-            last: None,
-            ep_length: 0,
-            ep_reward: 0.0,
-            finished: None,
-        }
-    }
-
-    /// Reset or step this sub-env, rendering its frame straight into `out` (its slot of the
-    /// shared array: no per-step copy). `None`: this env sits this call out.
-    fn advance(
-        &mut self,
-        action: Option<Action>,
-        mode: Autoreset,
-        reward_on: bool,
-        out: &mut [u8],
-    ) {
-        let Some(action) = action else { return };
-        self.ended = false;
-        self.finished = None;
-        if self.pending_reset {
-            self.engine.reset_into(out);
-            self.pending_reset = false;
-            self.ep_length = 0;
-            self.ep_reward = 0.0;
-            self.reward = 0.0;
-            self.info_reward = 0.0;
-            self.terminated = false;
-            self.truncated = false;
-            return;
-        }
-        let step = self.engine.step_into(action, out);
-        self.info_reward = step.reward;
-        self.reward = if reward_on { step.reward } else { 0.0 };
-        self.terminated = step.dead;
-        self.truncated = step.done && !step.dead;
-        self.ep_length += 1;
-        self.ep_reward += step.reward;
-        if step.done {
-            self.finished = Some(Finished {
-                length: self.ep_length,
-                reward: self.ep_reward,
-                achievements: State::of(&self.engine, step.reward).achievements,
-            });
-        }
-        if mode != Autoreset::SameStep {
-            self.pending_reset = step.done;
-            return;
-        }
-        if step.done {
-            let state = State::of(&self.engine, step.reward);
-            let last = self.last.get_or_insert_with(|| {
-                Box::new(Final {
-                    frame: vec![0; out.len()],
-                    state,
-                })
-            });
-            last.frame.copy_from_slice(out);
-            last.state = state;
-            self.engine.reset_into(out);
-            self.info_reward = 0.0;
-            self.ep_length = 0;
-            self.ep_reward = 0.0;
-            self.ended = true;
-        }
-    }
-}
-
-/// A raw pointer to the frame buffer, sent to the worker threads while the GIL is released.
-struct FramePtr(*mut u8, usize);
-// SAFETY: the buffer is owned by a numpy array this env keeps alive, and each sub-env writes
-// only its own disjoint frame of it while `step` holds the env exclusively.
-unsafe impl Send for FramePtr {}
-
-/// n envs (wrapped by `vlmcrafter.crafter.VectorEnv`, which documents it).
-#[pyclass(module = "vlmcrafter._native", name = "VectorEnv")]
-pub struct VectorEnv {
+/// What one call holds while it runs (behind the env's lock).
+struct Inner {
     slots: Vec<Slot>,
-    obs: Py<PyArray4<u8>>,
     frame_len: usize,
-    reward: bool,
-    mode: Autoreset,
+    extras: Extras,
+    layout: Layout,
     /// The shared settings and textures, to make a sub-env anew when it is reseeded.
     cfg: EnvConfig,
     textures: Arc<TextureSet>,
     pool: Option<rayon::ThreadPool>,
-    threads: usize,
     started: bool,
-    /// Set while a step runs; still set afterwards only when that step panicked.
-    busy: bool,
+    /// The last step or reset was stopped by a signal: `step` waits for a `reset`.
+    interrupted: bool,
     /// The episodes that ended on the last step, by env index (empty after a reset).
     last_finished: Vec<(usize, Finished)>,
 }
 
+impl Inner {
+    fn free(&mut self) {
+        self.pool = None;
+        self.slots.clear();
+        self.last_finished.clear();
+    }
+}
+
+/// n envs (wrapped by `vlmcrafter.crafter.VectorEnv`, which documents it).
+#[pyclass(module = "vlmcrafter._native", name = "VectorEnv", frozen)]
+pub struct VectorEnv {
+    inner: Mutex<Inner>,
+    /// Set by `close()` or a signal: the workers skip the slots they have not reached.
+    cancel: AtomicBool,
+    closed: AtomicBool,
+    /// The thread whose call holds `inner` (0: none), so that a `close()` from that same
+    /// thread (a signal handler run during the call) does not wait for itself.
+    owner: AtomicUsize,
+    obs: Py<PyArray4<u8>>,
+    n: usize,
+    threads: usize,
+}
+
 /// What `step` returns: rewards, terminated, truncated, infos, and with same-step autoreset the
-/// ended envs' `(indices, last frames (k, H, W, 3), final infos)` (None when none ended).
+/// ended envs' `(mask, final frames (n, H, W, 3), final infos)` (None when none ended).
 type StepResult<'py> = (
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<bool>>,
     Bound<'py, PyArray1<bool>>,
     Bound<'py, PyDict>,
-    Option<(Vec<usize>, Bound<'py, PyArray4<u8>>, Bound<'py, PyDict>)>,
+    Option<(
+        Bound<'py, PyArray1<bool>>,
+        Bound<'py, PyArray4<u8>>,
+        Bound<'py, PyDict>,
+    )>,
 );
+
+/// The env's lock, held by one call; it records the calling thread as the owner.
+struct Held<'a> {
+    guard: MutexGuard<'a, Inner>,
+    owner: &'a AtomicUsize,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.owner.store(0, Ordering::SeqCst);
+    }
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.guard
+    }
+}
 
 #[pymethods]
 impl VectorEnv {
     #[new]
-    #[pyo3(signature = (seeds, area, view, size, reward, length, threads, textures = None, hint = None, fetch = true, autoreset = "NextStep"))]
+    #[pyo3(signature = (seeds, area, view, size, reward, length, threads, textures = None, hint = None, fetch = true, autoreset = "NextStep", obs_text = None, semantic = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -216,8 +135,11 @@ impl VectorEnv {
         hint: Option<&str>,
         fetch: bool,
         autoreset: &str,
+        obs_text: Option<&str>,
+        semantic: bool,
     ) -> PyResult<VectorEnv> {
         let mode = Autoreset::parse(autoreset)?;
+        let text = obs_text.map(convert::obs_format).transpose()?;
         let n = seeds.len();
         if n == 0 {
             return Err(PyValueError::new_err(
@@ -261,19 +183,34 @@ impl VectorEnv {
         } else {
             None
         };
+        let area = [cfg.area[0] as usize, cfg.area[1] as usize];
         Ok(VectorEnv {
-            slots,
+            inner: Mutex::new(Inner {
+                slots,
+                frame_len: w * h * 3,
+                extras: Extras {
+                    mode,
+                    reward,
+                    text,
+                    semantic,
+                },
+                layout: Layout {
+                    text: text.is_some(),
+                    semantic: semantic.then_some(area),
+                },
+                cfg,
+                textures: set,
+                pool,
+                started: false,
+                interrupted: false,
+                last_finished: Vec::new(),
+            }),
+            cancel: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            owner: AtomicUsize::new(0),
             obs,
-            frame_len: w * h * 3,
-            reward,
-            mode,
-            cfg,
-            textures: set,
-            pool,
+            n,
             threads,
-            started: false,
-            busy: false,
-            last_finished: Vec::new(),
         })
     }
 
@@ -292,33 +229,39 @@ impl VectorEnv {
     /// Number of envs.
     #[getter]
     fn num_envs(&self) -> usize {
-        self.slots.len()
+        self.n
+    }
+
+    /// Closed (by `close()` from any thread).
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// Make env `index` anew with engine seed `seed` (its episode count back to 0): its next
     /// reset starts episode 1 of that seed.
-    fn reseed(&mut self, index: usize, seed: i64) -> PyResult<()> {
-        self.check_usable()?;
-        let n = self.slots.len();
-        let slot = self.slots.get_mut(index).ok_or_else(|| {
+    fn reseed(&self, index: usize, seed: i64) -> PyResult<()> {
+        let mut inner = self.lock()?;
+        let n = self.n;
+        let mut c = inner.cfg.clone();
+        c.seed = seed;
+        let engine = Engine::new(c, &inner.textures).map_err(convert::env_error)?;
+        let slot = inner.slots.get_mut(index).ok_or_else(|| {
             PyValueError::new_err(format!("env index {index} is out of range for {n} envs"))
         })?;
-        let mut c = self.cfg.clone();
-        c.seed = seed;
-        *slot = Slot::new(Engine::new(c, &self.textures).map_err(convert::env_error)?);
+        *slot = Slot::new(engine);
+        // Reset before its next step, also when the `reset` that reseeds it is interrupted
+        // before it gets there.
+        slot.pending_reset = true;
         Ok(())
     }
 
     /// Start the next episode of every env, or of the envs where `mask` is True (the others
     /// keep their state and frame); returns the infos (masked as `mask`).
     #[pyo3(signature = (mask = None))]
-    fn reset<'py>(
-        &mut self,
-        py: Python<'py>,
-        mask: Option<Vec<bool>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        self.check_usable()?;
-        let n = self.slots.len();
+    fn reset<'py>(&self, py: Python<'py>, mask: Option<Vec<bool>>) -> PyResult<Bound<'py, PyDict>> {
+        let mut inner = self.lock()?;
+        let n = self.n;
         let mask = mask.unwrap_or_else(|| vec![true; n]);
         if mask.len() != n {
             return Err(PyValueError::new_err(format!(
@@ -326,39 +269,40 @@ impl VectorEnv {
                 mask.len()
             )));
         }
-        if !self.started && !mask.iter().all(|&m| m) {
+        if !inner.started && !mask.iter().all(|&m| m) {
             return Err(PyRuntimeError::new_err(
-                "a masked reset before the first reset(): reset every env first",
+                "a masked reset before the first full reset() (or after an interrupted call): reset every env first",
             ));
         }
         let work: Vec<Option<Action>> = mask.iter().map(|&m| m.then_some(Action::Noop)).collect();
-        for (s, &m) in self.slots.iter_mut().zip(&mask) {
+        for (s, &m) in inner.slots.iter_mut().zip(&mask) {
             if m {
                 s.pending_reset = true;
             }
         }
-        self.run(py, &work)?;
-        self.last_finished.clear();
-        self.started = true;
-        let states: Vec<Option<State>> = self
+        self.run(py, &mut inner, &work)?;
+        inner.last_finished.clear();
+        inner.started = true;
+        inner.interrupted = false;
+        let entries: Vec<Option<(State, _)>> = inner
             .slots
             .iter()
             .zip(&mask)
-            .map(|(s, &m)| m.then(|| State::of(&s.engine, 0.0)))
+            .map(|(s, &m)| m.then(|| (State::of(&s.engine, 0.0), &s.observed)))
             .collect();
-        vector_info::infos(py, &states)
+        vector_info::infos(py, &entries, inner.layout)
     }
 
     /// Step every env with `actions` (int64, length n); frames go into the buffer. Returns
     /// `(rewards float64 (n,), terminated bool (n,), truncated bool (n,), infos, ended)`, with
-    /// `ended` None or (same-step autoreset) `(indices, last frames, final infos)`.
+    /// `ended` None or (same-step autoreset) `(mask, final frames, final infos)`.
     fn step<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         actions: PyReadonlyArray1<'py, i64>,
     ) -> PyResult<StepResult<'py>> {
-        self.check_usable()?;
-        let n = self.slots.len();
+        let mut inner = self.lock()?;
+        let n = self.n;
         let ids = actions.as_slice()?;
         if ids.len() != n {
             return Err(PyValueError::new_err(format!(
@@ -370,60 +314,69 @@ impl VectorEnv {
             .iter()
             .map(|&id| convert::action_id(id).map(Some))
             .collect::<PyResult<_>>()?;
-        if !self.started {
-            return Err(PyRuntimeError::new_err(
-                "step() before reset(): call reset() first to start the episodes",
-            ));
+        if !inner.started {
+            return Err(PyRuntimeError::new_err(if inner.interrupted {
+                "step() after an interrupted step()/reset() (KeyboardInterrupt): call reset() to start the episodes again"
+            } else {
+                "step() before reset(): call reset() first to start the episodes"
+            }));
         }
-        if self.mode == Autoreset::Disabled {
-            let waiting: Vec<usize> = (0..n).filter(|&i| self.slots[i].pending_reset).collect();
+        if inner.extras.mode == Autoreset::Disabled {
+            let waiting: Vec<usize> = (0..n).filter(|&i| inner.slots[i].pending_reset).collect();
             if !waiting.is_empty() {
                 return Err(PyRuntimeError::new_err(format!(
                     "envs {waiting:?} ended their episodes and autoreset is disabled: reset them first with reset(options={{\"reset_mask\": mask}})"
                 )));
             }
         }
-        self.run(py, &work)?;
-        self.last_finished.clear();
-        for (i, s) in self.slots.iter().enumerate() {
+        self.run(py, &mut inner, &work)?;
+        let inner = &mut *inner;
+        inner.last_finished.clear();
+        for (i, s) in inner.slots.iter().enumerate() {
             if let Some(f) = s.finished {
-                self.last_finished.push((i, f));
+                inner.last_finished.push((i, f));
             }
         }
-        let rewards: Vec<f64> = self.slots.iter().map(|s| s.reward).collect();
-        let terminated: Vec<bool> = self.slots.iter().map(|s| s.terminated).collect();
-        let truncated: Vec<bool> = self.slots.iter().map(|s| s.truncated).collect();
-        let states: Vec<Option<State>> = self
+        let rewards: Vec<f64> = inner.slots.iter().map(|s| s.reward).collect();
+        let terminated: Vec<bool> = inner.slots.iter().map(|s| s.terminated).collect();
+        let truncated: Vec<bool> = inner.slots.iter().map(|s| s.truncated).collect();
+        let entries: Vec<Option<(State, _)>> = inner
             .slots
             .iter()
-            .map(|s| Some(State::of(&s.engine, s.info_reward)))
+            .map(|s| Some((State::of(&s.engine, s.info_reward), &s.observed)))
             .collect();
-        let infos = vector_info::infos(py, &states)?;
+        let infos = vector_info::infos(py, &entries, inner.layout)?;
         Ok((
             PyArray1::from_vec(py, rewards),
             PyArray1::from_vec(py, terminated),
             PyArray1::from_vec(py, truncated),
             infos,
-            self.ended(py)?,
+            self.ended(py, inner)?,
         ))
     }
 
     /// Episodes started so far by each env.
     #[getter]
-    fn episodes(&self) -> Vec<i64> {
-        self.slots.iter().map(|s| s.engine.episode()).collect()
+    fn episodes(&self) -> PyResult<Vec<i64>> {
+        Ok(self
+            .lock()?
+            .slots
+            .iter()
+            .map(|s| s.engine.episode())
+            .collect())
     }
 
     #[setter]
-    fn set_episodes(&mut self, episodes: Vec<i64>) -> PyResult<()> {
-        if episodes.len() != self.slots.len() {
+    fn set_episodes(&self, episodes: Vec<i64>) -> PyResult<()> {
+        let mut inner = self.lock()?;
+        if episodes.len() != self.n {
             return Err(PyValueError::new_err(format!(
                 "got {} episode counts for {} envs",
                 episodes.len(),
-                self.slots.len()
+                self.n
             )));
         }
-        for (s, e) in self.slots.iter_mut().zip(episodes) {
+        for (s, e) in inner.slots.iter_mut().zip(episodes) {
             s.engine.set_episode(e);
         }
         Ok(())
@@ -433,84 +386,131 @@ impl VectorEnv {
     /// achievements)` with crafter's `Recorder` counts (length without the reset, the sum of the
     /// real rewards, the 22 counts in crafter's order); None when none ended (or after a reset).
     #[allow(clippy::type_complexity)]
-    fn finished(&self) -> Option<Vec<(usize, u32, f64, [i32; N_ACHIEVEMENTS])>> {
+    fn finished(&self) -> PyResult<Option<Vec<(usize, u32, f64, [i32; N_ACHIEVEMENTS])>>> {
         let out: Vec<_> = self
+            .lock()?
             .last_finished
             .iter()
             .map(|&(i, f)| (i, f.length, f.reward, f.achievements))
             .collect();
-        (!out.is_empty()).then_some(out)
+        Ok((!out.is_empty()).then_some(out))
     }
 
     /// The `stats.jsonl` lines of the episodes that ended on the last step (crafter's
     /// `Recorder` line, `json.dumps`'s text exactly, UTF-8) and their count; None when none ended. The
     /// text is None where a reward sum is out of the range written here (|r| ≥ 1e14, which
     /// crafter's rewards never reach): the caller then writes the lines in Python.
-    fn stats_lines<'py>(&self, py: Python<'py>) -> Option<(Option<Bound<'py, PyBytes>>, usize)> {
-        if self.last_finished.is_empty() {
-            return None;
+    fn stats_lines<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Option<Bound<'py, PyBytes>>, usize)>> {
+        let inner = self.lock()?;
+        if inner.last_finished.is_empty() {
+            return Ok(None);
         }
-        let mut text = String::with_capacity(800 * self.last_finished.len());
-        let exact = self.last_finished.iter().all(|(_, f)| {
+        let mut text = String::with_capacity(800 * inner.last_finished.len());
+        let exact = inner.last_finished.iter().all(|(_, f)| {
             stats_line::push_line(&mut text, f.length, f.reward, &f.achievements).is_some()
         });
-        Some((
+        Ok(Some((
             exact.then(|| PyBytes::new(py, text.as_bytes())),
-            self.last_finished.len(),
-        ))
+            inner.last_finished.len(),
+        )))
     }
 
     /// Which envs reset on the next step (their episode ended on the last one) or, with
     /// autoreset disabled, wait for a masked reset.
     #[getter]
-    fn pending_reset(&self) -> Vec<bool> {
-        self.slots.iter().map(|s| s.pending_reset).collect()
+    fn pending_reset(&self) -> PyResult<Vec<bool>> {
+        Ok(self.lock()?.slots.iter().map(|s| s.pending_reset).collect())
     }
 
     /// The text observation (`"state"` or `"balrog"`) of env `index`'s current state.
     #[pyo3(signature = (index, fmt = "state"))]
-    fn text(&self, index: usize, fmt: &str) -> PyResult<String> {
+    fn text(&self, index: i64, fmt: &str) -> PyResult<String> {
         let format = convert::obs_format(fmt)?;
-        let slot = self.started_slot(index, "text")?;
+        let inner = self.lock()?;
+        let slot = self.started_slot(&inner, index, "text")?;
         Ok(vlm_eval_observe::observe(&slot.engine, format))
     }
 
     /// The semantic map of env `index`'s current state (as the single env's `info["semantic"]`).
-    fn semantic<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyArray2<u8>>> {
-        let slot = self.started_slot(index, "semantic")?;
+    fn semantic<'py>(&self, py: Python<'py>, index: i64) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        let inner = self.lock()?;
+        let slot = self.started_slot(&inner, index, "semantic")?;
         convert::semantic(py, &slot.engine)
     }
 
-    /// Stop the worker threads; the env cannot step afterwards.
-    fn close(&mut self) {
-        self.pool = None;
-        self.slots.clear();
-        self.last_finished.clear();
+    /// Close the env from any thread: a call running in another thread stops (its workers skip
+    /// the envs they have not reached) and raises; every later call raises "closed".
+    fn close(&self, py: Python<'_>) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.cancel.store(true, Ordering::SeqCst);
+        if self.owner.load(Ordering::SeqCst) == thread_token() {
+            // Called from a signal handler during this thread's own call: that call frees the
+            // envs when it sees `closed`.
+            return;
+        }
+        py.detach(|| {
+            let mut inner = match self.inner.lock() {
+                Ok(g) => g,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            inner.free();
+        });
     }
 }
 
 impl VectorEnv {
-    fn check_usable(&self) -> PyResult<()> {
-        if self.busy {
-            return Err(PyRuntimeError::new_err(
-                "this VectorEnv panicked in an earlier step and its state is undefined: create a new one",
-            ));
-        }
-        if self.slots.is_empty() {
-            return Err(PyRuntimeError::new_err("this VectorEnv is closed"));
-        }
-        Ok(())
+    fn closed_error(&self) -> PyErr {
+        PyRuntimeError::new_err(format!(
+            "this VectorEnv (num_envs={}) is closed: make a new one to go on",
+            self.n
+        ))
     }
 
-    fn started_slot(&self, index: usize, what: &str) -> PyResult<&Slot> {
-        self.check_usable()?;
-        let slot = self.slots.get(index).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "env index {index} is out of range for {} envs",
-                self.slots.len()
-            ))
-        })?;
-        if !self.started {
+    /// Take the env for one call: a clear error when it is closed, busy in another thread, or
+    /// broken by a panic.
+    fn lock(&self) -> PyResult<Held<'_>> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(self.closed_error());
+        }
+        let guard = match self.inner.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::WouldBlock) => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "this VectorEnv (num_envs={}) is busy: another thread is calling it right now. One vector env serves one thread at a time: give each thread its own env, or share it behind a lock",
+                    self.n
+                )))
+            }
+            Err(TryLockError::Poisoned(_)) => {
+                return Err(PyRuntimeError::new_err(
+                    "this VectorEnv panicked in an earlier call and its state is undefined: create a new one",
+                ))
+            }
+        };
+        let held = Held {
+            guard,
+            owner: &self.owner,
+        };
+        self.owner.store(thread_token(), Ordering::SeqCst);
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(self.closed_error());
+        }
+        Ok(held)
+    }
+
+    fn started_slot<'a>(&self, inner: &'a Inner, index: i64, what: &str) -> PyResult<&'a Slot> {
+        let n = self.n;
+        let slot = usize::try_from(index)
+            .ok()
+            .and_then(|i| inner.slots.get(i))
+            .ok_or_else(|| {
+                pyo3::exceptions::PyIndexError::new_err(format!(
+                    "env index {index} is out of range for {n} envs: use 0..{n}"
+                ))
+            })?;
+        if !inner.started {
             return Err(PyRuntimeError::new_err(format!(
                 "{what}() before reset(): call reset() first to start the episodes"
             )));
@@ -518,66 +518,78 @@ impl VectorEnv {
         Ok(slot)
     }
 
-    /// The envs whose episode ended on this step (same-step autoreset): their indices, last
-    /// frames `(k, H, W, 3)` and final infos (n-shaped, masked to them).
+    /// The envs whose episode ended on this step (same-step autoreset): their mask, final
+    /// frames `(n, H, W, 3)` (zeros for the others, as gymnasium's `SyncVectorEnv` gives them)
+    /// and final infos (masked to them).
     #[allow(clippy::type_complexity)]
     fn ended<'py>(
         &self,
         py: Python<'py>,
-    ) -> PyResult<Option<(Vec<usize>, Bound<'py, PyArray4<u8>>, Bound<'py, PyDict>)>> {
-        let idx: Vec<usize> = (0..self.slots.len())
-            .filter(|&i| self.slots[i].ended)
-            .collect();
-        if idx.is_empty() {
+        inner: &Inner,
+    ) -> PyResult<
+        Option<(
+            Bound<'py, PyArray1<bool>>,
+            Bound<'py, PyArray4<u8>>,
+            Bound<'py, PyDict>,
+        )>,
+    > {
+        let mask: Vec<bool> = inner.slots.iter().map(|s| s.ended).collect();
+        if !mask.iter().any(|&m| m) {
             return Ok(None);
         }
-        let [w, h] = self.cfg.size;
-        let mut frames = Vec::with_capacity(idx.len() * self.frame_len);
-        let mut states = vec![None; self.slots.len()];
-        for &i in &idx {
-            if let Some(last) = &self.slots[i].last {
-                frames.extend_from_slice(&last.frame);
-                states[i] = Some(last.state);
+        let [w, h] = inner.cfg.size;
+        let mut frames = vec![0u8; self.n * inner.frame_len];
+        let mut entries = Vec::with_capacity(self.n);
+        for ((s, out), &m) in inner
+            .slots
+            .iter()
+            .zip(frames.chunks_mut(inner.frame_len))
+            .zip(&mask)
+        {
+            match (&s.last, m) {
+                (Some(last), true) => {
+                    out.copy_from_slice(&last.frame);
+                    entries.push(Some((last.state, &last.observed)));
+                }
+                _ => entries.push(None),
             }
         }
-        let frames = PyArray1::from_vec(py, frames).reshape([idx.len(), h, w, 3])?;
-        Ok(Some((idx, frames, vector_info::infos(py, &states)?)))
+        let frames = PyArray1::from_vec(py, frames).reshape([self.n, h, w, 3])?;
+        let infos = vector_info::infos(py, &entries, inner.layout)?;
+        Ok(Some((PyArray1::from_vec(py, mask), frames, infos)))
     }
 
-    /// Advance the slots that have work (reset if pending, else step) with the GIL released.
-    fn run(&mut self, py: Python<'_>, work: &[Option<Action>]) -> PyResult<()> {
+    /// Advance the slots that have work (reset if pending, else step) on the worker threads.
+    /// A signal handler's exception (KeyboardInterrupt) stops them and is raised, leaving the
+    /// env waiting for a `reset()`; a `close()` from another thread stops them too.
+    fn run(&self, py: Python<'_>, inner: &mut Inner, work: &[Option<Action>]) -> PyResult<()> {
         let obs = self.obs.bind(py);
-        // SAFETY: the pointer stays valid (we hold the array) and only this call writes it.
+        // SAFETY: the array is alive (we hold it) and only the call holding the lock writes it.
         let buf = unsafe { obs.as_slice_mut() }
             .map_err(|e| PyRuntimeError::new_err(format!("the frame buffer is unusable: {e}")))?;
-        let ptr = FramePtr(buf.as_mut_ptr(), buf.len());
-        let frame_len = self.frame_len;
-        let reward = self.reward;
-        let mode = self.mode;
-        let slots = &mut self.slots;
-        let pool = self.pool.as_ref();
-        self.busy = true;
-        py.detach(move || {
-            let ptr = ptr;
-            // SAFETY: see `FramePtr`; the GIL is released but nobody else writes the buffer.
-            let buf = unsafe { std::slice::from_raw_parts_mut(ptr.0, ptr.1) };
-            match pool {
-                Some(pool) => pool.install(|| {
-                    slots
-                        .par_iter_mut()
-                        .zip(buf.par_chunks_mut(frame_len))
-                        .zip(work.par_iter().copied())
-                        .with_max_len(1)
-                        .for_each(|((s, out), a)| s.advance(a, mode, reward, out))
-                }),
-                None => slots
-                    .iter_mut()
-                    .zip(buf.chunks_mut(frame_len))
-                    .zip(work.iter().copied())
-                    .for_each(|((s, out), a)| s.advance(a, mode, reward, out)),
-            }
-        });
-        self.busy = false;
-        Ok(())
+        let done = vector_run::run(
+            py,
+            buf,
+            &mut inner.slots,
+            inner.frame_len,
+            work,
+            inner.extras,
+            inner.pool.as_ref(),
+            &self.cancel,
+        );
+        if self.closed.load(Ordering::SeqCst) {
+            inner.free();
+            return Err(PyRuntimeError::new_err(format!(
+                "this VectorEnv (num_envs={}) was closed (by close()) during this call",
+                self.n
+            )));
+        }
+        if done.is_err() {
+            self.cancel.store(false, Ordering::SeqCst);
+            inner.started = false;
+            inner.interrupted = true;
+            inner.last_finished.clear();
+        }
+        done
     }
 }

@@ -74,8 +74,8 @@ def cli_side(paths, cwd):
         return ("accepted", json.loads(out.stdout), warning)
     assert out.returncode == 2 and out.stdout == "", (out.returncode, out.stdout, out.stderr)
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    return ("refused", lines[0], None)
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    return ("refused", lines[0].removeprefix("error: "), None)
 
 
 EXPECT = {

@@ -411,18 +411,20 @@ mod tests {
         );
         // Not cut (no newline, but it parses): counted; not JSON and not an object start: refused.
         std::fs::write(&file, format!("{whole}{}", line(5, 0.0, &[]))).unwrap();
-        assert_eq!(compute(&[file.clone()]).unwrap().episodes, 3);
+        assert_eq!(compute(std::slice::from_ref(&file)).unwrap().episodes, 3);
         std::fs::write(&file, format!("{whole}[1]")).unwrap();
         assert!(matches!(
-            compute(&[file.clone()]),
+            compute(std::slice::from_ref(&file)),
             Err(ScoreError::BadLine { line: 3, .. })
         ));
         std::fs::write(&file, b"\xff\xfe\n").unwrap();
-        let err = compute(&[file.clone()]).unwrap_err().to_string();
+        let err = compute(std::slice::from_ref(&file))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(":1: not UTF-8 text"), "{err}");
         std::fs::write(&file, "").unwrap();
         assert!(matches!(
-            compute(&[file.clone()]),
+            compute(std::slice::from_ref(&file)),
             Err(ScoreError::Empty(_))
         ));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -259,8 +259,6 @@ KNOWN_CYCLES = {
          "textures/mod.rs re-exports its children and they read its TextureSet, TextureError and constants (no cycle among the children)"),
         (["crates/crafter/src/noise/cases.rs", "crates/crafter/src/noise/mod.rs", "crates/crafter/src/noise/x8.rs"],
          "noise/mod.rs's constants and OpenSimplex read by its SIMD kernel x8.rs and its case table"),
-        (["python/vlmcrafter/crafter.py", "python/vlmcrafter/recorder.py", "python/vlmcrafter/vector.py"],
-         "being broken on branch rlpy (issue 50); the coordinator removes this entry after merging it"),
     ]
 }
 # Files under these folders (named from the repository root) may import from outside their

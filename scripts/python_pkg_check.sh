@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's check (CI's "Python package" stage): build the wheel with maturin, install
-# it into the pinned venv .venv-pypkg and run the pytest suite tests/python_pkg/ against the
-# INSTALLED package (pytest runs from a scratch folder with --import-mode=importlib, and the
-# suite refuses a vlmcrafter imported from anywhere but the venv).
+# it into the pinned venv .venv-pypkg, type-check tests/python_pkg/typecheck/ with mypy against
+# its stubs, and run the pytest suite tests/python_pkg/ against the INSTALLED package (pytest
+# runs from a scratch folder with --import-mode=importlib, and the suite refuses a vlmcrafter
+# imported from anywhere but the venv).
 #
 #   scripts/python_pkg_check.sh [PYTEST ARGS...]      e.g. -k vector, or -x
 #
@@ -44,9 +45,14 @@ part "install the wheel into the venv"
 "$venv/bin/pip" check --disable-pip-version-check  # the wheel's own dependencies are met
 [[ -x "$venv/bin/vlm-eval" ]] || { echo "python_pkg_check: the wheel installed no $venv/bin/vlm-eval" >&2; exit 1; }
 
-part "pytest tests/python_pkg (against the installed wheel)"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+
+part "mypy --strict tests/python_pkg/typecheck (the installed wheel's stubs, as a user's script sees them)"
+# A user's script that passes the native vector env to gymnasium's vector wrappers type-checks.
+(cd "$scratch" && "$venv/bin/mypy" --strict --no-incremental "$root"/tests/python_pkg/typecheck/*.py)
+
+part "pytest tests/python_pkg (against the installed wheel)"
 status=0
 (cd "$scratch" && "$venv/bin/python" -m pytest --import-mode=importlib -p no:cacheprovider \
   -ra "$root/tests/python_pkg" "$@") || status=$?

@@ -12,13 +12,15 @@ one from the env's ``np_random`` (gymnasium's generator, itself seeded by the fi
 or from entropy).
 """
 
+import copy
+
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
 from . import crafter as _crafter
 
-__all__ = ["CrafterEnv"]
+__all__ = ["CrafterEnv", "CrafterState"]
 
 _TEXT_FORMATS = (None, "state", "balrog")
 
@@ -63,9 +65,15 @@ class CrafterEnv(gymnasium.Env):
         self.observation_space = spaces.Box(0, 255, (height, width, 3), np.uint8)
         self.action_space = spaces.Discrete(len(_crafter.ACTION_NAMES))
         self._frame = None
+        self._closed = False
+
+    def _open(self, call):
+        if self._closed:
+            raise RuntimeError(f"{call} on a closed CrafterEnv: close() ended it; make a new env (gymnasium.make)")
 
     def reset(self, *, seed=None, options=None):
         """Start an episode: ``(obs, info)``; ``seed`` starts crafter's episode 1 of that seed."""
+        self._open("reset()")
         super().reset(seed=seed)
         if seed is not None or not self._seeded:
             crafter_seed = int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
@@ -96,6 +104,7 @@ class CrafterEnv(gymnasium.Env):
 
     def step(self, action):
         """Apply ``action``: ``(obs, reward, terminated, truncated, info)``."""
+        self._open("step()")
         obs, reward, done, info = self._env.step(action)
         self._frame = obs
         terminated = info["discount"] == 0.0
@@ -104,6 +113,7 @@ class CrafterEnv(gymnasium.Env):
 
     def render(self):
         """The current frame (``render_mode="rgb_array"``); None without a render mode."""
+        self._open("render()")
         if self.render_mode is None:
             gymnasium.logger.warn("render() without render_mode: pass render_mode='rgb_array' to make()")
             return None
@@ -111,8 +121,44 @@ class CrafterEnv(gymnasium.Env):
 
     def text(self, fmt="state"):
         """The text observation of the current state (``"state"`` or ``"balrog"``)."""
+        self._open("text()")
         return self._env.text(fmt)
 
     def close(self):
-        """Release the env."""
-        self._env.close()
+        """Close the env: every later ``reset``, ``step``, ``text`` or state call raises a
+        RuntimeError saying it is closed (``close`` again does nothing)."""
+        self._closed = True
+
+    def get_state(self):
+        """The env's current state, for ``set_state`` (planners, tree search): the crafter
+        state (:meth:`vlmcrafter.crafter.Env.get_state`), the current frame and gymnasium's
+        ``np_random``. Deep-copyable and picklable."""
+        self._open("get_state()")
+        frame = None if self._frame is None else self._frame.copy()
+        return CrafterState(self._env.get_state(), frame, self._seeded, copy.deepcopy(self.np_random))
+
+    def set_state(self, state):
+        """Continue from ``state`` (``get_state()`` of a CrafterEnv made with the same
+        arguments); another configuration's state is a ValueError, and this env is unchanged."""
+        self._open("set_state()")
+        if not isinstance(state, CrafterState):
+            raise TypeError(f"set_state takes a CrafterState (from get_state()), not {type(state).__name__}")
+        self._env.set_state(state.env)
+        self._frame = None if state.frame is None else state.frame.copy()
+        self._seeded = state.seeded
+        self.np_random = copy.deepcopy(state.np_random)
+
+
+class CrafterState:
+    """A snapshot of a :class:`CrafterEnv` (``get_state()``): ``env`` (the crafter
+    :class:`~vlmcrafter.crafter.EnvState`), ``frame`` (the current observation), ``seeded`` and
+    ``np_random`` (gymnasium's generator, which draws the seed of an unseeded ``reset``)."""
+
+    def __init__(self, env, frame, seeded, np_random):
+        self.env = env
+        self.frame = frame
+        self.seeded = seeded
+        self.np_random = np_random
+
+    def __repr__(self):
+        return f"vlmcrafter.gym.CrafterState({self.env!r})"

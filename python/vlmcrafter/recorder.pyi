@@ -4,6 +4,7 @@ import os
 import pathlib
 from typing import Any, Dict, Optional, Tuple, Union
 
+import gymnasium
 import numpy as np
 import numpy.typing as npt
 
@@ -28,13 +29,16 @@ class Recorder:
     def close(self) -> None: ...
     def __getattr__(self, name: str) -> Any: ...
 
-class VectorRecorder:
-    env: Any
+# A gymnasium VectorWrapper with gymnasium installed (a plain wrapper without it); type checkers
+# see the gymnasium base, so it passes where a gymnasium VectorEnv is expected.
+class VectorRecorder(gymnasium.vector.VectorWrapper):
     episodes_recorded: int
-    def __init__(self, env: Any, directory: _Dir) -> None: ...
+    def __init__(self, env: gymnasium.vector.VectorEnv[Any, Any, Any], directory: _Dir) -> None: ...
     @property
     def directory(self) -> pathlib.Path: ...
-    def reset(self, *args: Any, **kwargs: Any) -> Any: ...
+    def reset(
+        self, *, seed: Any = None, options: Optional[Dict[str, Any]] = None
+    ) -> Tuple[Any, Dict[str, Any]]: ...
     def step(
         self, actions: Any
     ) -> Tuple[Any, npt.NDArray[Any], npt.NDArray[np.bool_], npt.NDArray[np.bool_], Dict[str, Any]]: ...

@@ -10,128 +10,64 @@ per finished episode, and returns:
 - ``reward_mean``/``reward_std`` and ``length_mean``/``length_std``: over episodes (std ddof 0);
 - ``run_scores`` (each file's score) and ``score_std`` (their std, ddof 0; None for one file),
   the paper's "± over seeds" when each file is one seed's run;
-- ``episodes`` and ``files``.
+- ``episodes`` and ``files`` (each file once, in reading order; ``run_scores[i]`` is
+  ``files[i]``'s score).
 
-The CLI's ``vlm-eval score PATHS --json`` prints the same object from the same files.
+The CLI's ``vlm-eval score PATHS --json`` prints the same object from the same files: both
+call one reader (the engine crate's ``score`` module), so they accept and refuse the same
+inputs with the same messages.
 """
 
 import json
-import math
 import os
 import pathlib
+import warnings
 
 from . import _native
 
-__all__ = ["compute", "read_stats", "stats_files", "ACHIEVEMENT_NAMES"]
+__all__ = ["compute", "read_stats", "stats_files", "ACHIEVEMENT_NAMES", "CutLineWarning"]
 
 ACHIEVEMENT_NAMES = tuple(_native.ACHIEVEMENT_NAMES)
-_FORM = ('a crafter stats line is a JSON object with "length", "reward" and the 22 '
-         '"achievement_*" counts')
+
+
+class CutLineWarning(UserWarning):
+    """A stats file's last line was cut (a run still writing, or killed mid-line) and was
+    skipped; the message counts and names the lines (``file:line``)."""
+
+
+def _paths(paths):
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    return [os.fsdecode(p) if isinstance(p, bytes) else os.fspath(p) for p in paths]
 
 
 def stats_files(paths):
-    """The stats files ``paths`` name: a file as given, a folder as every ``stats.jsonl`` in it
-    or below it (sorted)."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    files = []
-    for p in paths:
-        p = pathlib.Path(p)
-        if p.is_dir():
-            found = sorted(str(f) for f in p.rglob("stats.jsonl") if f.is_file())
-            if not found:
-                raise FileNotFoundError(f"{p}: no stats.jsonl in this folder or below it; give "
-                                        "crafter Recorder folders or stats.jsonl files")
-            files.extend(pathlib.Path(f) for f in _walk_order(p, found))
-        else:
-            files.append(p)
-    return files
-
-
-def _walk_order(root, found):
-    # The CLI walks each folder's entries sorted by path, depth first; sorting the relative
-    # paths' parts gives the same order.
-    return sorted(found, key=lambda f: pathlib.Path(f).relative_to(root).parts)
-
-
-def _count(obj, key):
-    if key not in obj:
-        raise ValueError(f"no {json.dumps(key)}")
-    v = obj[key]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ValueError(f"{json.dumps(key)} is {json.dumps(v)}, not a count (an integer >= 0)")
-    return v
-
-
-def _parse(line):
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"not JSON ({err})") from None
-    if not isinstance(obj, dict):
-        raise ValueError("not a JSON object")
-    length = _count(obj, "length")
-    if "reward" not in obj:
-        raise ValueError('no "reward"')
-    reward = obj["reward"]
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
-        raise ValueError(f'"reward" is {json.dumps(reward)}, not a number')
-    achievements = [_count(obj, "achievement_" + name) for name in ACHIEVEMENT_NAMES]
-    return length, float(reward), achievements
+    """The stats files ``paths`` names: a file as given, a folder as every ``stats.jsonl`` in it
+    or below it (sorted); a file named twice (a folder given with its own ``stats.jsonl``) is
+    kept once, where it first appears."""
+    return [pathlib.Path(p) for p in _native.score_files(_paths(paths))]
 
 
 def read_stats(path):
-    """The episodes of one stats file as ``(length, reward, [22 counts])`` tuples; a bad line is
-    a ValueError naming the file and the line."""
-    episodes = []
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                episodes.append(_parse(line))
-            except ValueError as err:
-                raise ValueError(f"{path}:{number}: {err} ({_FORM})") from None
+    """The episodes of one stats file as ``(length, reward, [22 counts])`` tuples. A bad line
+    (binary data included) is a ValueError naming the file and the line, a file without an
+    episode a ValueError naming it; a cut last line is skipped with a :class:`CutLineWarning`."""
+    episodes, cut = _native.score_read(os.fspath(path))
+    if cut is not None:
+        warnings.warn(f"skipped 1 cut last line (a run still writing, or killed mid-line): {path}:{cut}",
+                      CutLineWarning, stacklevel=2)
     return episodes
-
-
-def _rates(episodes):
-    n = max(len(episodes), 1)
-    return [100.0 * sum(1 for e in episodes if e[2][k] >= 1) / n for k in range(len(ACHIEVEMENT_NAMES))]
-
-
-def _score(rates):
-    return math.exp(sum(math.log(1.0 + p) for p in rates) / len(rates)) - 1.0
-
-
-def _mean_std(values):
-    n = max(len(values), 1)
-    mean = sum(values) / n
-    return mean, math.sqrt(sum((v - mean) * (v - mean) for v in values) / n)
 
 
 def compute(paths):
     """The paper's metrics of the stats files ``paths`` names (files or folders, one or a
-    list); see the module doc for the keys."""
-    files = stats_files(paths)
-    runs = [read_stats(f) for f in files]
-    episodes = [e for run in runs for e in run]
-    if not episodes:
-        raise ValueError(f"no episodes in {', '.join(map(str, files))}: the stats files are empty "
-                         "(episodes are written when they end)")
-    rates = _rates(episodes)
-    run_scores = [_score(_rates(run)) for run in runs if run]
-    reward_mean, reward_std = _mean_std([e[1] for e in episodes])
-    length_mean, length_std = _mean_std([float(e[0]) for e in episodes])
-    return {
-        "files": [str(f) for f in files],
-        "episodes": len(episodes),
-        "score": _score(rates),
-        "score_std": _mean_std(run_scores)[1] if len(run_scores) >= 2 else None,
-        "run_scores": run_scores,
-        "reward_mean": reward_mean,
-        "reward_std": reward_std,
-        "length_mean": length_mean,
-        "length_std": length_std,
-        "success_rates": dict(zip(ACHIEVEMENT_NAMES, rates)),
-    }
+    list); see the module doc for the keys. The files are read by the same code as the CLI's
+    ``vlm-eval score`` (the engine's), so both accept and refuse the same files with the same
+    messages: a bad line is a ValueError naming the file and the line, a missing path a
+    FileNotFoundError, a file without an episode a ValueError; a cut last line is skipped with
+    a :class:`CutLineWarning` that counts them (the CLI prints the same text after
+    ``warning:``)."""
+    text, warning = _native.score_compute(_paths(paths))
+    if warning is not None:
+        warnings.warn(warning, CutLineWarning, stacklevel=2)
+    return json.loads(text)

@@ -136,6 +136,7 @@ class Session:
         self.id = secrets.token_hex(10)
         self._env = None
         self._termination = None
+        self._closed = False
 
     @property
     def seed(self):
@@ -157,6 +158,7 @@ class Session:
         ``termination``, ``observation``, and ``frame`` unless ``frames="none"``)."""
         if _choice("frames", frames) == "all":
             raise ValueError("frames must be one of 'last', 'none' for reset()")
+        self._check_open("reset()")
         o = self.options
         self._env = Env(
             size=(o["image_size"], o["image_size"]),
@@ -186,6 +188,7 @@ class Session:
         executed step) or ``"none"``.
         """
         frames = _choice("frames", frames)
+        self._check_open("step()")
         if self._env is None:
             raise RuntimeError("step() before reset(): call reset() first")
         if self._termination is not None:
@@ -257,10 +260,18 @@ class Session:
         return out
 
     def close(self):
-        """Drop the episode (serve-env's ``DELETE``); returns ``{"id", "closed", "step"}``."""
-        step = self._steps if self._env is not None else None
+        """Drop the episode (serve-env's ``DELETE``); returns ``{"id", "closed", "step"}``.
+        Every later ``reset`` or ``step`` raises a RuntimeError saying the session is closed;
+        ``close`` again returns the same answer."""
+        if not self._closed:
+            self._closed_step = self._steps if self._env is not None else None
+        self._closed = True
         self._env = None
-        return {"id": self.id, "closed": True, "step": step}
+        return {"id": self.id, "closed": True, "step": self._closed_step}
+
+    def _check_open(self, call):
+        if self._closed:
+            raise RuntimeError(f"{call} on a closed Session (close() ended it): start a new Session")
 
     def _state(self, frames):
         inv = self._inventory

@@ -13,16 +13,11 @@ import warnings
 import numpy as np
 
 from . import _native
-from .crafter import (
-    ACHIEVEMENT_NAMES,
-    ACTION_NAMES,
-    ITEM_NAMES,
-    _crafter_assets_hint,
-    _engine_seed,
-    _length,
-    _pair,
-    _textures_arg,
-)
+from ._args import _crafter_assets_hint, _engine_seed, _length, _pair, _textures_arg
+
+ACTION_NAMES = tuple(_native.ACTION_NAMES)
+ITEM_NAMES = tuple(_native.ITEM_NAMES)
+ACHIEVEMENT_NAMES = tuple(_native.ACHIEVEMENT_NAMES)
 
 try:
     import gymnasium as _gym
@@ -468,9 +463,11 @@ class VectorEnv(_Base):
 
     def text(self, index, fmt="state"):
         """The text observation (``"state"`` or ``"balrog"``) of env ``index``'s current state
-        (IndexError outside ``0..n-1``)."""
+        (``index`` in ``0..num_envs-1``; anything else is an IndexError, as for a list)."""
         if not _is_int(index):
-            raise TypeError(f"index must be an int 0..{self.num_envs - 1}, not {type(index).__name__}")
+            raise TypeError(f"text(index): index must be an int 0..{self.num_envs - 1}, not {type(index).__name__}")
+        if not 0 <= index < self.num_envs:
+            raise IndexError(f"text({index}): env index out of range 0..{self.num_envs - 1}")
         with self._enter("text()"):
             return self._core.text(int(index), fmt)
 
@@ -580,9 +577,18 @@ def make_vec_env(num_envs=1, max_episode_steps=None, **kwargs):
     """The ``vector_entry_point`` of ``vlmcrafter/Crafter-v1``: ``gymnasium.make_vec(ID,
     num_envs=n, **kwargs)`` gives ``VectorEnv(n, **kwargs)`` (``autoreset_mode=``,
     ``threads=``, ``seed=``, ``copy=``, ``semantic=`` and the env's arguments go in
-    ``kwargs``)."""
-    if max_episode_steps is not None:
-        raise ValueError(
-            f"max_episode_steps={max_episode_steps}: the native vector env has no TimeLimit; use "
-            "length=N (crafter's own episode length: truncated when reached alive)")
+    ``kwargs``).
+
+    ``max_episode_steps`` (gymnasium passes the id's 10000 unless given) does what gymnasium's
+    ``TimeLimit`` does to each env of ``SyncVectorEnv``: an episode still alive after that many
+    steps is truncated. Here it caps crafter's own ``length`` (the env runs
+    ``min(length, max_episode_steps)`` steps; None or -1 leaves ``length`` alone)."""
+    if max_episode_steps is not None and max_episode_steps != -1:
+        if isinstance(max_episode_steps, (bool, np.bool_)) or not isinstance(max_episode_steps, (numbers.Integral, np.integer)) \
+                or max_episode_steps < 1:
+            raise ValueError(
+                f"max_episode_steps={max_episode_steps!r}: give an int >= 1 (episodes are truncated after "
+                "that many steps), or None or -1 for crafter's own length=")
+        own = _length(kwargs.get("length", 10000))  # None: unlimited
+        kwargs["length"] = int(max_episode_steps) if own is None else min(own, int(max_episode_steps))
     return VectorEnv(num_envs, **kwargs)

@@ -3,6 +3,7 @@
 import os
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
+import gymnasium
 import numpy as np
 import numpy.typing as npt
 
@@ -13,9 +14,11 @@ _Seed = Union[None, int, Sequence[Any]]
 
 AUTORESET_MODES: Tuple[str, ...]
 
-class VectorEnv:
-    """n Crafter envs stepped natively; a ``gymnasium.vector.VectorEnv`` when gymnasium is
-    installed (the stub does not name the base, which is optional)."""
+# gymnasium is optional at run time (without it VectorEnv has a stand-in base), but type checkers
+# see the gymnasium base: passing the env to gymnasium's vector wrappers type-checks.
+class VectorEnv(gymnasium.vector.VectorEnv[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[Any]]):
+    """n Crafter envs stepped natively; a ``gymnasium.vector.VectorEnv`` (with gymnasium
+    installed; a stand-in base without it)."""
 
     inventory_names: Tuple[str, ...]
     achievement_names: Tuple[str, ...]
@@ -63,10 +66,6 @@ class VectorEnv:
     @episodes.setter
     def episodes(self, values: Union[int, Sequence[int]]) -> None: ...
     def finished_episodes(self) -> Optional[List[Tuple[int, int, float, List[int]]]]: ...
-    @property
-    def np_random(self) -> np.random.Generator: ...
-    @property
-    def unwrapped(self) -> "VectorEnv": ...
     def reset(
         self, *, seed: _Seed = None, options: Optional[Dict[str, Any]] = None
     ) -> Tuple[npt.NDArray[np.uint8], Dict[str, Any]]: ...

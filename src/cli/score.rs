@@ -33,6 +33,9 @@ pub struct ScoreArgs {
 /// Run `vlm-eval score`.
 pub fn cmd_score(a: ScoreArgs) -> Result<i32, CliError> {
     let s = compute(&a.paths).map_err(|e| CliError::usage(e.to_string()))?;
+    if let Some(w) = s.warning() {
+        eprintln!("warning: {w}");
+    }
     if a.json {
         println!("{}", s.to_json());
         return Ok(0);

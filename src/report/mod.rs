@@ -4,7 +4,8 @@
 pub mod baseline;
 pub mod check;
 pub mod compare;
-pub mod crafter_score;
+/// The Crafter paper's score of stats.jsonl files (in the crafter crate, shared with the Python module).
+pub use crate::crafter::score as crafter_score;
 pub mod escape;
 pub mod html;
 mod html_episode;

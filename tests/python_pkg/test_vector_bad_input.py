@@ -113,6 +113,7 @@ def test_disabled_mode_refuses_to_step_an_ended_env():
     env.step(np.array([1, 2]))
 
 
-def test_max_episode_steps_is_refused_clearly():
+def test_bad_max_episode_steps_is_refused_clearly():
+    # A valid one is accepted and truncates as SyncVectorEnv's TimeLimit (test_dropin.py).
     with pytest.raises(ValueError, match="length="):
-        gymnasium.make_vec(ENV_ID, num_envs=2, max_episode_steps=10)
+        gymnasium.make_vec(ENV_ID, num_envs=2, max_episode_steps=0)

@@ -13,6 +13,7 @@ mod player;
 pub mod render;
 pub mod rng;
 pub mod rules;
+pub mod score;
 pub mod textures;
 pub mod trace;
 pub mod world;

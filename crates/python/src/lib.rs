@@ -4,6 +4,7 @@
 
 mod convert;
 mod reply;
+mod score;
 mod single;
 mod stats_line;
 mod textures;
@@ -55,6 +56,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(stats_line::stats_line, m)?)?;
     m.add_function(wrap_pyfunction!(textures::texture_source, m)?)?;
+    m.add_function(wrap_pyfunction!(score::score_compute, m)?)?;
+    m.add_function(wrap_pyfunction!(score::score_files, m)?)?;
+    m.add_function(wrap_pyfunction!(score::score_read, m)?)?;
     reply::register(m)?;
     Ok(())
 }

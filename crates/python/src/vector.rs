@@ -22,7 +22,8 @@ use vlm_eval_crafter::{Env as Engine, EnvConfig, TextureSet};
 use crate::convert;
 use crate::stats_line;
 use crate::textures;
-use crate::vector_info::{self, Layout, State};
+use crate::vector_info::{self, Layout};
+use crate::vector_slot::State;
 use crate::vector_run;
 use crate::vector_slot::{Autoreset, Extras, Finished, Slot};
 

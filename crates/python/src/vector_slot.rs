@@ -3,11 +3,11 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::PyResult;
-use vlm_eval_crafter::rules::{Action, N_ACHIEVEMENTS};
+use vlm_eval_crafter::rules::{Action, N_ACHIEVEMENTS, N_ITEMS};
+use vlm_eval_crafter::world::PLAYER;
 use vlm_eval_crafter::Env as Engine;
 use vlm_eval_observe::ObsFormat;
 
-use crate::vector_info::State;
 
 /// gymnasium 1.x's autoreset modes (`AutoresetMode`'s values name them in Python).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,45 @@ pub struct Extras {
     pub text: Option<ObsFormat>,
     /// The semantic map of each state, for `infos["semantic"]`.
     pub semantic: bool,
+}
+
+/// What `infos` reports of one env: its state after a step (or a reset) and that step's reward.
+#[derive(Clone, Copy)]
+pub struct State {
+    /// crafter's `info["reward"]`: the step's real reward, also when the env hides rewards
+    /// (0.0 after a reset).
+    pub reward: f64,
+    pub discount: f64,
+    pub pos: [i64; 2],
+    pub inventory: [i32; N_ITEMS],
+    pub achievements: [i32; N_ACHIEVEMENTS],
+}
+
+impl State {
+    /// The engine's current state, with `reward` the last step's.
+    pub fn of(engine: &Engine, reward: f64) -> State {
+        let w = engine.world();
+        let p = w.player_pos();
+        let mut achievements = [0; N_ACHIEVEMENTS];
+        for (a, &c) in achievements.iter_mut().zip(w.player.achievements.iter()) {
+            *a = c as i32;
+        }
+        State {
+            reward,
+            discount: if w.health(PLAYER) <= 0 { 0.0 } else { 1.0 },
+            pos: [p[0] as i64, p[1] as i64],
+            inventory: w.player.inventory,
+            achievements,
+        }
+    }
+
+    pub const ZERO: State = State {
+        reward: 0.0,
+        discount: 0.0,
+        pos: [0, 0],
+        inventory: [0; N_ITEMS],
+        achievements: [0; N_ACHIEVEMENTS],
+    };
 }
 
 /// What the infos report of one env beyond `State`: its text and semantic map (empty when

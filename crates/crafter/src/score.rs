@@ -8,14 +8,23 @@
 //! - with two or more files (runs, e.g. seeds), each file's score and their standard deviation
 //!   (ddof 0), as the paper's "± over seeds".
 //!
-//! `vlmcrafter.score.compute` (Python) computes the same numbers from the same files.
+//! Reading rules (the CLI's `vlm-eval score` and Python's `vlmcrafter.score.compute` both call
+//! this module, so they accept and refuse the same files with the same messages):
+//! - a path named twice (a folder given with its own `stats.jsonl`, or the same file twice) is
+//!   read once, where it first appears;
+//! - a line that is not a stats line is an error naming the file and the line; so is a line
+//!   that is not UTF-8 text (a binary file);
+//! - the last line, when it does not end in a newline and is the start of a JSON object that
+//!   does not parse (a run still writing, or killed mid-line), is skipped and counted in
+//!   [`CrafterScore::warning`];
+//! - a file without one episode is an error naming it (crafter writes a line when an episode
+//!   ends), so `files` and `run_scores` line up one to one.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::crafter::ACHIEVEMENT_NAMES;
+use crate::ACHIEVEMENT_NAMES;
 
 /// The stats file name crafter's Recorder writes.
 pub const STATS_FILE: &str = "stats.jsonl";
@@ -44,8 +53,11 @@ pub enum ScoreError {
     /// A folder with no stats.jsonl under it.
     #[error("{0}: no stats.jsonl in this folder or below it; give crafter Recorder folders or stats.jsonl files")]
     NoStats(String),
-    /// Files without one episode.
-    #[error("no episodes in {0}: the stats files are empty (episodes are written when they end)")]
+    /// No path given.
+    #[error("no stats files given: pass crafter Recorder folders or stats.jsonl files")]
+    NoPaths,
+    /// A file without one episode.
+    #[error("{0}: no episodes in this file (crafter's Recorder writes a line when an episode ends): leave it out, or score it once an episode has ended")]
     Empty(String),
 }
 
@@ -71,8 +83,10 @@ pub struct CrafterScore {
     pub success_rates: Vec<(&'static str, f64)>,
     /// The Crafter score (%) over all episodes pooled.
     pub score: f64,
-    /// Each file's score (%).
+    /// Each file's score (%), in `files` order.
     pub run_scores: Vec<f64>,
+    /// Cut last lines skipped (file, 1-based line number).
+    pub skipped: Vec<(PathBuf, usize)>,
     /// Standard deviation (ddof 0) of the files' scores; None with one file.
     pub score_std: Option<f64>,
     /// Mean episode reward.
@@ -86,20 +100,24 @@ pub struct CrafterScore {
 }
 
 /// The stats files named by `inputs`: a file as given, a folder as every `stats.jsonl` in it or
-/// below it (sorted).
+/// below it (sorted); a file named twice (by its real path) is kept where it first appears.
 pub fn stats_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ScoreError> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            let before = files.len();
-            walk(input, &mut files)?;
-            if files.len() == before {
+            let mut found = Vec::new();
+            walk(input, &mut found)?;
+            if found.is_empty() {
                 return Err(ScoreError::NoStats(input.display().to_string()));
             }
+            files.extend(found);
         } else {
             files.push(input.clone());
         }
     }
+    let mut seen = std::collections::HashSet::new();
+    // A path that cannot be resolved (a missing file) stays, to be reported when it is read.
+    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
     Ok(files)
 }
 
@@ -124,31 +142,56 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ScoreError> {
     Ok(())
 }
 
-/// Read one stats file; a bad line is an error naming the file and the line.
-pub fn read_stats(path: &Path) -> Result<Vec<EpisodeStats>, ScoreError> {
+/// Read one stats file; a bad line is an error naming the file and the line. A cut last line
+/// (see the module doc) is skipped: its line number is the second value.
+pub fn read_stats(path: &Path) -> Result<(Vec<EpisodeStats>, Option<usize>), ScoreError> {
     let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| ScoreError::Io {
+    let bytes = std::fs::read(path).map_err(|source| ScoreError::Io {
         path: shown.clone(),
         source,
     })?;
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    // The text after the last newline: empty for a whole file, a cut line otherwise.
+    let tail = lines.pop().filter(|t| !t.is_empty());
     let mut episodes = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| ScoreError::Io {
-            path: shown.clone(),
-            source,
-        })?;
-        if line.trim().is_empty() {
+    let bad = |line: usize, reason: String| ScoreError::BadLine {
+        path: shown.clone(),
+        line,
+        reason,
+    };
+    for (i, raw) in lines.iter().enumerate() {
+        let text = std::str::from_utf8(raw).map_err(|_| bad(i + 1, NOT_TEXT.to_string()))?;
+        if text.trim().is_empty() {
             continue;
         }
-        let bad = |reason: String| ScoreError::BadLine {
-            path: shown.clone(),
-            line: i + 1,
-            reason,
-        };
-        episodes.push(parse_line(&line).map_err(bad)?);
+        episodes.push(parse_line(text).map_err(|r| bad(i + 1, r))?);
     }
-    Ok(episodes)
+    let mut skipped = None;
+    if let Some(raw) = tail {
+        let number = lines.len() + 1;
+        let text = match std::str::from_utf8(raw) {
+            Ok(text) => text,
+            // Cut inside a multi-byte character: the text before it.
+            Err(e) if e.error_len().is_none() => {
+                std::str::from_utf8(&raw[..e.valid_up_to()]).unwrap_or("")
+            }
+            Err(_) => return Err(bad(number, NOT_TEXT.to_string())),
+        };
+        if !text.trim().is_empty() {
+            match parse_line(text) {
+                Ok(e) => episodes.push(e),
+                Err(_) if text.trim_start().starts_with('{') => skipped = Some(number),
+                Err(r) => return Err(bad(number, r)),
+            }
+        }
+    }
+    if episodes.is_empty() {
+        return Err(ScoreError::Empty(shown));
+    }
+    Ok((episodes, skipped))
 }
+
+const NOT_TEXT: &str = "not UTF-8 text (a binary file?)";
 
 /// One stats line.
 pub fn parse_line(line: &str) -> Result<EpisodeStats, String> {
@@ -211,21 +254,19 @@ fn mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
 /// The metrics of the files named by `inputs` (files or folders; see [`stats_files`]).
 pub fn compute(inputs: &[PathBuf]) -> Result<CrafterScore, ScoreError> {
     let files = stats_files(inputs)?;
-    let runs = files
-        .iter()
-        .map(|f| read_stats(f))
-        .collect::<Result<Vec<_>, _>>()?;
-    let all: Vec<EpisodeStats> = runs.iter().flatten().cloned().collect();
-    if all.is_empty() {
-        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-        return Err(ScoreError::Empty(names.join(", ")));
+    if files.is_empty() {
+        return Err(ScoreError::NoPaths);
     }
+    let mut runs = Vec::with_capacity(files.len());
+    let mut skipped = Vec::new();
+    for f in &files {
+        let (run, cut) = read_stats(f)?;
+        runs.push(run);
+        skipped.extend(cut.map(|line| (f.clone(), line)));
+    }
+    let all: Vec<EpisodeStats> = runs.iter().flatten().cloned().collect();
     let rates = success_rates(&all);
-    let run_scores: Vec<f64> = runs
-        .iter()
-        .filter(|r| !r.is_empty())
-        .map(|r| score_of(&success_rates(r)))
-        .collect();
+    let run_scores: Vec<f64> = runs.iter().map(|r| score_of(&success_rates(r))).collect();
     let score_std = (run_scores.len() >= 2).then(|| mean_std(run_scores.iter().copied()).1);
     let (reward_mean, reward_std) = mean_std(all.iter().map(|e| e.reward));
     let (length_mean, length_std) = mean_std(all.iter().map(|e| e.length as f64));
@@ -235,6 +276,7 @@ pub fn compute(inputs: &[PathBuf]) -> Result<CrafterScore, ScoreError> {
         score: score_of(&rates),
         success_rates: rates,
         run_scores,
+        skipped,
         score_std,
         reward_mean,
         reward_std,
@@ -244,6 +286,25 @@ pub fn compute(inputs: &[PathBuf]) -> Result<CrafterScore, ScoreError> {
 }
 
 impl CrafterScore {
+    /// The warning for the cut last lines skipped (None when none was): one line that counts
+    /// them and names each (`file:line`).
+    pub fn warning(&self) -> Option<String> {
+        if self.skipped.is_empty() {
+            return None;
+        }
+        let n = self.skipped.len();
+        let at: Vec<String> = self
+            .skipped
+            .iter()
+            .map(|(f, line)| format!("{}:{line}", f.display()))
+            .collect();
+        Some(format!(
+            "skipped {n} cut last line{} (a run still writing, or killed mid-line): {}",
+            if n == 1 { "" } else { "s" },
+            at.join(", ")
+        ))
+    }
+
     /// The JSON object `vlm-eval score --json` prints (the keys of Python's `compute`).
     pub fn to_json(&self) -> Value {
         let rates: Map<String, Value> = self
@@ -331,5 +392,41 @@ mod tests {
             .contains("no \"achievement_place_table\""));
         let l = line(3, 0.0, &[]).replace("\"length\":3", "\"length\":-3");
         assert!(parse_line(&l).unwrap_err().contains("not a count"));
+    }
+
+    #[test]
+    fn cut_last_line_skipped_duplicates_once_empty_refused() {
+        let dir = std::env::temp_dir().join(format!("vlm-eval-score-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        let file = dir.join("a").join(STATS_FILE);
+        let whole = format!("{}\n{}\n", line(10, 1.0, &[0]), line(30, 3.0, &[0, 1]));
+        std::fs::write(&file, format!("{whole}{{\"length\": 7, \"rew")).unwrap();
+        let s = compute(&[dir.clone(), file.clone(), dir.join("a")]).unwrap();
+        assert_eq!((s.files.len(), s.episodes, s.run_scores.len()), (1, 2, 1));
+        assert_eq!(s.skipped, vec![(file.clone(), 3)]);
+        let warning = s.warning().unwrap();
+        assert!(
+            warning.starts_with("skipped 1 cut last line ") && warning.ends_with(":3"),
+            "{warning}"
+        );
+        // Not cut (no newline, but it parses): counted; not JSON and not an object start: refused.
+        std::fs::write(&file, format!("{whole}{}", line(5, 0.0, &[]))).unwrap();
+        assert_eq!(compute(std::slice::from_ref(&file)).unwrap().episodes, 3);
+        std::fs::write(&file, format!("{whole}[1]")).unwrap();
+        assert!(matches!(
+            compute(std::slice::from_ref(&file)),
+            Err(ScoreError::BadLine { line: 3, .. })
+        ));
+        std::fs::write(&file, b"\xff\xfe\n").unwrap();
+        let err = compute(std::slice::from_ref(&file))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(":1: not UTF-8 text"), "{err}");
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(
+            compute(std::slice::from_ref(&file)),
+            Err(ScoreError::Empty(_))
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,7 +6,8 @@ from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 import numpy as np
 import numpy.typing as npt
 
-from .recorder import Recorder as Recorder
+from ..recorder import Recorder as Recorder
+from . import constants as constants
 
 _Pair = Union[int, Tuple[int, int], Sequence[int]]
 _Seed = Optional[int]
@@ -47,5 +48,15 @@ class Env:
     def episode(self) -> int: ...
     @property
     def texture_source(self) -> str: ...
+    def get_state(self) -> "EnvState": ...
+    def set_state(self, state: "EnvState") -> None: ...
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Env": ...
 
-from .vector import VectorEnv as VectorEnv
+class EnvState:
+    @property
+    def episode(self) -> int: ...
+    @property
+    def step_count(self) -> int: ...
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "EnvState": ...
+
+from ..vector import VectorEnv as VectorEnv

@@ -1,6 +1,11 @@
 //! The integration tests: one test binary (`cargo test --test it`), one module per topic, so
 //! that a change to the harness links one test binary instead of one per file (issue 50).
 //! Run one topic with a filter on its module: `cargo test --release --test it docs_blocks::`.
+//! A new test file goes in this folder with a `mod NAME;` line below (a file directly under
+//! tests/ would be a test binary of its own, linked again on every change); it reaches the
+//! shared modules as `use crate::support;` (or `crate::view_support`, …). All modules run in
+//! one process: no test may set process-wide state (environment variables, the working
+//! folder), and scratch folders come from `support::fresh_dir`/`scratch` (per calling file).
 //! `support` (the binary, scratch folders) stays at `tests/support/` because the other harness
 //! test binary, `tests/local_cli.rs` (the local model through the CLI, run with `--features
 //! cuda` by the CUDA scripts), includes it too; the topical support modules

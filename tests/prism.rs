@@ -188,6 +188,7 @@ fn real_body(protocol: Protocol, modality: Modality, setting: &Setting, seed: i6
         max_tokens: setting.max_tokens,
         seed: setting.seed,
         tool_choice: true,
+        layout: Default::default(),
     });
     let format = if seed % 2 == 0 {
         ObsFormat::State

@@ -17,7 +17,8 @@
 //!   within a run; `prompt_cache_key` routing is assumed perfect.
 //!
 //! `cache_benchmark` (ignored; run it with `--ignored --nocapture`) plays 20 seeds × 50 turns
-//! per layout, at 64 px and at BALROG's 256 px, and prints the table of docs/BENCHMARKS.md.
+//! per layout, at 64 px and at BALROG's 256 px (history 3), and at 64 px with history 16, and
+//! prints the table of docs/BENCHMARKS.md.
 
 mod support;
 
@@ -43,7 +44,9 @@ enum ImageRule {
 impl ImageRule {
     fn tokens(self, w: u64, h: u64) -> u64 {
         match self {
-            ImageRule::Patches162 => ((w.div_ceil(32) * h.div_ceil(32)) as f64 * 1.62).ceil() as u64,
+            ImageRule::Patches162 => {
+                ((w.div_ceil(32) * h.div_ceil(32)) as f64 * 1.62).ceil() as u64
+            }
             ImageRule::Tiles4oMini => 2833 + 5667 * w.div_ceil(512) * h.div_ceil(512),
         }
     }
@@ -217,7 +220,13 @@ async fn play(name: &str, seeds: u32, turns: u32, flags: &[&str], keep: bool) ->
         .args(["--seeds", &seeds.to_string(), "--steps", &turns.to_string()])
         .args(["--prompt-cache-key", "on", "--frames", "none"])
         .args(flags)
-        .args(["--out", out.to_str().unwrap(), "--run-name", name, "--quiet"])
+        .args([
+            "--out",
+            out.to_str().unwrap(),
+            "--run-name",
+            name,
+            "--quiet",
+        ])
         .output()
         .await
         .unwrap();
@@ -236,14 +245,26 @@ async fn play(name: &str, seeds: u32, turns: u32, flags: &[&str], keep: bool) ->
 fn the_cache_rule() {
     let mut c = PrefixCache::default();
     let prompt: Vec<u64> = (0..1500).collect();
-    assert_eq!(c.serve(&prompt[..1000]), 0, "under 1,024 tokens: never cached");
+    assert_eq!(
+        c.serve(&prompt[..1000]),
+        0,
+        "under 1,024 tokens: never cached"
+    );
     assert_eq!(c.serve(&prompt), 0, "first sight");
     assert_eq!(c.serve(&prompt), 1408, "1,024 + 3·128 ≤ 1,500");
     let mut other = prompt.clone();
     other[1100] = 7;
-    assert_eq!(c.serve(&other), 1024, "the longest exact prefix, in 128-token steps");
+    assert_eq!(
+        c.serve(&other),
+        1024,
+        "the longest exact prefix, in 128-token steps"
+    );
     other[5] = 7;
-    assert_eq!(c.serve(&other), 0, "a change inside the first 1,024 tokens: a miss");
+    assert_eq!(
+        c.serve(&other),
+        0,
+        "a change inside the first 1,024 tokens: a miss"
+    );
     // Images count by the model's rule, and a different frame is a different prefix.
     assert_eq!(ImageRule::Patches162.tokens(64, 64), 7);
     assert_eq!(ImageRule::Patches162.tokens(256, 256), 104);
@@ -263,42 +284,66 @@ async fn the_append_layout_only_adds_to_the_previous_request() {
             if m.len() < p.len() {
                 continue; // the oldest --history turns went at once
             }
-            assert_eq!(m.len(), p.len() + 3, "turn {}: the previous messages + 3", t + 1);
+            assert_eq!(
+                m.len(),
+                p.len() + 3,
+                "turn {}: the previous messages + 3",
+                t + 1
+            );
             // Byte for byte, except the one frame that left the window (now the stub).
             let changed: Vec<usize> = (0..p.len()).filter(|&k| p[k] != m[k]).collect();
             assert_eq!(changed.len(), 1, "turn {}: {changed:?}", t + 1);
             let k = changed[0];
             assert_eq!(p[k]["content"][1]["type"], "image_url");
-            assert_eq!(m[k]["content"][1], json!({"type": "text", "text": "[earlier frame omitted]"}));
+            assert_eq!(
+                m[k]["content"][1],
+                json!({"type": "text", "text": "[earlier frame omitted]"})
+            );
             assert_eq!(p[k]["content"][0], m[k]["content"][0]);
         }
     }
     // The cache sees it: a larger share of the input is cached than with the window.
     let share = |m: &Measured| m.totals[0].cached as f64 / m.totals[0].prompt as f64;
-    assert!(share(&append) > share(&window) + 0.2, "{} vs {}", share(&append), share(&window));
+    assert!(
+        share(&append) > share(&window) + 0.2,
+        "{} vs {}",
+        share(&append),
+        share(&window)
+    );
     assert!(append.earlier_turns >= window.earlier_turns);
 }
 
 /// gpt-5-mini and gpt-4o-mini: USD per 1M input, cached input, output tokens, from
 /// https://openai.com/api/pricing (read 2026-12-06).
-const PRICES: [(&str, f64, f64, f64); 2] = [("gpt-5-mini", 0.25, 0.025, 2.00), ("gpt-4o-mini", 0.15, 0.075, 0.60)];
+const PRICES: [(&str, f64, f64, f64); 2] = [
+    ("gpt-5-mini", 0.25, 0.025, 2.00),
+    ("gpt-4o-mini", 0.15, 0.075, 0.60),
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "benchmark: 4 runs of 20 seeds × 50 turns (run with --ignored --nocapture)"]
+#[ignore = "benchmark: 6 runs of 20 seeds × 50 turns (run with --ignored --nocapture)"]
 async fn cache_benchmark() {
     let (seeds, turns) = (20u32, 50u32);
     let mut table = String::from(
-        "| frames | layout | earlier turns shown (mean) | input tokens / turn | cached share (gpt-5-mini / gpt-4o-mini counts) | gpt-5-mini $/episode | $/turn | gpt-4o-mini $/episode | $/turn |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| frames | history | layout | earlier turns shown (mean) | input tokens / turn | cached share (gpt-5-mini / gpt-4o-mini counts) | gpt-5-mini $/episode | $/turn | gpt-4o-mini $/episode | $/turn |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut ratios = Vec::new();
-    for size in ["64", "256"] {
+    // The default settings, BALROG's 256 px frames, and a longer history (BALROG keeps 16).
+    for (size, history) in [("64", "3"), ("256", "3"), ("64", "16")] {
         let mut per_turn = Vec::new();
         for layout in ["window", "append"] {
             let m = play(
-                &format!("bench-{size}-{layout}"),
+                &format!("bench-{size}-{history}-{layout}"),
                 seeds,
                 turns,
-                &["--image-size", size, "--history-layout", layout],
+                &[
+                    "--image-size",
+                    size,
+                    "--history",
+                    history,
+                    "--history-layout",
+                    layout,
+                ],
                 false,
             )
             .await;
@@ -306,12 +351,15 @@ async fn cache_benchmark() {
             let cost = |k: usize| {
                 let (_, pin, pcached, pout) = PRICES[k];
                 let t = m.totals[k];
-                ((t.prompt - t.cached) as f64 * pin + t.cached as f64 * pcached + m.completion as f64 * pout) / 1e6
+                ((t.prompt - t.cached) as f64 * pin
+                    + t.cached as f64 * pcached
+                    + m.completion as f64 * pout)
+                    / 1e6
             };
             let (c5, c4) = (cost(0), cost(1));
             per_turn.push(c5 / m.requests as f64);
             table.push_str(&format!(
-                "| {size} px | {layout} | {:.2} | {:.0} | {:.1} % / {:.1} % | ${:.5} | ${:.7} | ${:.5} | ${:.7} |\n",
+                "| {size} px | {history} | {layout} | {:.2} | {:.0} | {:.1} % / {:.1} % | ${:.5} | ${:.7} | ${:.5} | ${:.7} |\n",
                 m.earlier_turns,
                 m.totals[0].prompt as f64 / m.requests as f64,
                 100.0 * m.totals[0].cached as f64 / m.totals[0].prompt as f64,
@@ -323,7 +371,7 @@ async fn cache_benchmark() {
             ));
         }
         ratios.push(format!(
-            "{size} px: append/window cost per turn at gpt-5-mini prices = {:.3}",
+            "{size} px, history {history}: append/window cost per turn at gpt-5-mini prices = {:.3}",
             per_turn[1] / per_turn[0]
         ));
     }

@@ -131,8 +131,14 @@ async fn gemini_thought_signatures_come_back_in_every_later_request() {
     assert_eq!(s.bodies.len(), 6);
     // Turns 2..6 carry 1, 2, 3, 3, 3 earlier tool calls, each with its signature.
     assert_eq!(s.checked, 1 + 2 + 3 + 3 + 3);
-    let key = s.bodies[0]["prompt_cache_key"].as_str().unwrap().to_string();
-    assert!(key.starts_with("vlm-eval-") && key.ends_with("-s3"), "{key}");
+    let key = s.bodies[0]["prompt_cache_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        key.starts_with("vlm-eval-") && key.ends_with("-s3"),
+        "{key}"
+    );
     for b in &s.bodies {
         assert_eq!(b["reasoning_effort"], "low");
         assert_eq!(b["prompt_cache_key"], key.as_str(), "one key per episode");
@@ -285,7 +291,16 @@ async fn gemini_and_anthropic_error_answers_are_retried_after_their_hints() {
     let attempts = line["attempts"].as_array().expect("attempts recorded");
     assert_eq!(attempts.len(), 5, "{attempts:#?}");
     let statuses: Vec<&Value> = attempts.iter().map(|a| &a["status"]).collect();
-    assert_eq!(statuses, [&json!(429), &json!(429), &json!(529), &json!(429), &Value::Null]);
+    assert_eq!(
+        statuses,
+        [
+            &json!(429),
+            &json!(429),
+            &json!(529),
+            &json!(429),
+            &Value::Null
+        ]
+    );
     let wait = |i: usize| &attempts[i]["wait"];
     // RetryInfo: 47 s asked, cut to --max-retry-wait.
     assert_eq!(wait(0)["after"], "error.details.retryDelay");
@@ -297,7 +312,10 @@ async fn gemini_and_anthropic_error_answers_are_retried_after_their_hints() {
     assert!(wait(1).get("capped").is_none());
     // 529 overloaded: retried like a 503, with backoff (no hint).
     assert_eq!(wait(2)["after"], "backoff");
-    assert!(attempts[2]["error"].as_str().unwrap().contains("overloaded_error"));
+    assert!(attempts[2]["error"]
+        .as_str()
+        .unwrap()
+        .contains("overloaded_error"));
     // Anthropic's reset time, 30 s ahead (whole seconds), without retry-after.
     assert_eq!(wait(3)["after"], "anthropic-ratelimit-requests-reset");
     let hint = wait(3)["hint_ms"].as_f64().unwrap();

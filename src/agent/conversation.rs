@@ -24,9 +24,7 @@ pub enum Modality {
 }
 
 /// How the history is laid out from one request to the next.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum HistoryLayout {
     /// The last `history` turns; every turn the oldest goes and the previous frame is

@@ -74,7 +74,11 @@ impl WireExtra {
                 let function = call.get("function").unwrap_or(call);
                 function.get("name").and_then(Value::as_str).is_some()
             })
-            .map(|call| call.as_object().map(|o| unknown(o, &CALL_KEYS)).unwrap_or_default())
+            .map(|call| {
+                call.as_object()
+                    .map(|o| unknown(o, &CALL_KEYS))
+                    .unwrap_or_default()
+            })
             .collect();
         while tool_calls.last().is_some_and(Map::is_empty) {
             tool_calls.pop();
@@ -121,14 +125,14 @@ mod tests {
         // Shape from https://ai.google.dev/gemini-api/docs/thought-signatures (OpenAI
         // compatibility section): the signature rides on the tool call.
         let body = json!({"choices": [{"message": {
-            "role": "assistant", "content": null, "refusal": null, "annotations": [],
-            "reasoning_content": "hmm", "reasoning_details": [{"type": "x"}],
-            "tool_calls": [
-                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"},
-                 "extra_content": {"google": {"thought_signature": "SIG=="}}},
-                {"function": {"arguments": "{}"}, "extra_content": {"dropped": true}},
-                {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}
-            ]}}]});
+        "role": "assistant", "content": null, "refusal": null, "annotations": [],
+        "reasoning_content": "hmm", "reasoning_details": [{"type": "x"}],
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"},
+             "extra_content": {"google": {"thought_signature": "SIG=="}}},
+            {"function": {"arguments": "{}"}, "extra_content": {"dropped": true}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}
+        ]}}]});
         let extra = WireExtra::from_response(&body);
         assert_eq!(
             Value::Object(extra.message.clone()),

@@ -295,7 +295,10 @@ mod tests {
     fn history_layout_and_reasoning_effort_are_protocol() {
         let old = json!({"config": {"preset": "vlm-eval", "history": 3}});
         let p = protocol_of(&old);
-        assert_eq!(p["history_layout"], "window", "runs from before played window");
+        assert_eq!(
+            p["history_layout"], "window",
+            "runs from before played window"
+        );
         assert_eq!(p["reasoning_effort"], "default");
         let mut append = old.clone();
         append["config"]["history_layout"] = json!("append");

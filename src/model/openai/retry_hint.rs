@@ -93,7 +93,9 @@ pub fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<RetryHint> {
 }
 
 /// The largest of several hints (ties go to the first).
-pub fn largest(candidates: impl IntoIterator<Item = (&'static str, Option<f64>)>) -> Option<RetryHint> {
+pub fn largest(
+    candidates: impl IntoIterator<Item = (&'static str, Option<f64>)>,
+) -> Option<RetryHint> {
     let mut best: Option<RetryHint> = None;
     for (header, secs) in candidates {
         let Some(secs) = secs else { continue };
@@ -126,7 +128,11 @@ pub fn body_retry_hint(body: &serde_json::Value) -> Option<RetryHint> {
                 .and_then(Value::as_str)
                 .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
         })
-        .find_map(|d| d.get("retryDelay").and_then(Value::as_str).and_then(go_duration));
+        .find_map(|d| {
+            d.get("retryDelay")
+                .and_then(Value::as_str)
+                .and_then(go_duration)
+        });
     let message = error
         .get("message")
         .and_then(Value::as_str)
@@ -180,7 +186,9 @@ fn rfc3339_unix(v: &str) -> Option<f64> {
     }
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
         let s = v.get(r)?;
-        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
     };
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
@@ -390,11 +398,19 @@ mod tests {
             Some(("anthropic-ratelimit-input-tokens-reset", 2.5))
         );
         assert_eq!(
-            hint(&[("anthropic-ratelimit-output-tokens-reset", "2015-10-21T07:00:00Z")]),
+            hint(&[(
+                "anthropic-ratelimit-output-tokens-reset",
+                "2015-10-21T07:00:00Z"
+            )]),
             Some(("anthropic-ratelimit-output-tokens-reset", 0.0)),
             "a reset in the past: no wait"
         );
-        for bad in ["soon", "2015-10-21", "2015-13-21T07:28:00Z", "2015-10-21T07:28:00"] {
+        for bad in [
+            "soon",
+            "2015-10-21",
+            "2015-13-21T07:28:00Z",
+            "2015-10-21T07:28:00",
+        ] {
             assert_eq!(
                 hint(&[("anthropic-ratelimit-requests-reset", bad)]),
                 None,
@@ -413,19 +429,22 @@ mod tests {
         // (https://github.com/voideditor/void/issues/557) and the fractional delay with
         // "Please retry in" (https://github.com/dcdpr/jp/pull/1061).
         let gemini = json!([{"error": {"code": 429,
-            "message": "You exceeded your current quota. Please retry in 55.509468254s.",
-            "status": "RESOURCE_EXHAUSTED",
-            "details": [
-                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []},
-                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "47s"}
-            ]}}]);
+        "message": "You exceeded your current quota. Please retry in 55.509468254s.",
+        "status": "RESOURCE_EXHAUSTED",
+        "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "47s"}
+        ]}}]);
         let h = body_retry_hint(&gemini).unwrap();
         assert_eq!(h.header, "error.message");
         assert!((h.wait.as_secs_f64() - 55.509468254).abs() < 1e-6);
         let mut object = gemini[0].clone();
         object["error"]["message"] = json!("Resource exhausted.");
         let h = body_retry_hint(&object).unwrap();
-        assert_eq!((h.header, h.wait.as_secs_f64()), ("error.details.retryDelay", 47.0));
+        assert_eq!(
+            (h.header, h.wait.as_secs_f64()),
+            ("error.details.retryDelay", 47.0)
+        );
         assert_eq!(
             body_retry_hint(&json!({"error": {"message": "Please retry in 250ms"}}))
                 .map(|h| h.wait.as_secs_f64()),

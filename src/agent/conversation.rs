@@ -23,6 +23,34 @@ pub enum Modality {
     Both,
 }
 
+/// How the history is laid out from one request to the next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryLayout {
+    /// The last `history` turns; every turn the oldest goes and the previous frame is
+    /// dropped, so only the system prompt and tools repeat from one request to the next.
+    #[default]
+    Window,
+    /// Each request is the previous one plus the new turn, byte for byte, so a provider's
+    /// prompt cache covers all but the newest turn: a frame past `image_history` is replaced
+    /// once by a fixed stub, and when `2 × history` turns are kept the oldest `history` go at
+    /// once (so between `history` and `2 × history − 1` earlier turns are shown).
+    Append,
+}
+
+impl HistoryLayout {
+    /// The name recorded in run.json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HistoryLayout::Window => "window",
+            HistoryLayout::Append => "append",
+        }
+    }
+}
+
+/// What replaces a frame that left the image window.
+pub const FRAME_STUB: &str = "[earlier frame omitted]";
+
 /// How requests are built.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConversationConfig {
@@ -46,6 +74,8 @@ pub struct ConversationConfig {
     pub seed: Option<i64>,
     /// Send `tool_choice: required`.
     pub tool_choice: bool,
+    /// How the history is laid out.
+    pub layout: HistoryLayout,
 }
 
 struct Turn {
@@ -94,6 +124,7 @@ impl Conversation {
             content,
             tool_calls: Vec::new(),
             tool_call_id: None,
+            extra: Default::default(),
         }
     }
 
@@ -102,9 +133,11 @@ impl Conversation {
         let mut messages = vec![Message::text(Role::System, self.cfg.system.clone())];
         let keep_images = self.cfg.image_history.saturating_sub(1);
         let n = self.turns.len();
+        let window = self.cfg.layout == HistoryLayout::Window;
         for (i, turn) in self.turns.iter().enumerate() {
             let mut u = turn.user.clone();
-            if n - i > keep_images {
+            // (Under the append layout, `record` has already stubbed the frames out of it.)
+            if window && n - i > keep_images {
                 let had = u.image_count() > 0;
                 u.content.retain(|p| !matches!(p, Part::Png(_)));
                 if had
@@ -112,7 +145,7 @@ impl Conversation {
                         .iter()
                         .all(|p| matches!(p, Part::Text(t) if t.ends_with("Current frame:")))
                 {
-                    u.content = vec![Part::Text("[earlier frame omitted]".into())];
+                    u.content = vec![Part::Text(FRAME_STUB.into())];
                 }
             }
             messages.push(u);
@@ -134,6 +167,7 @@ impl Conversation {
             temperature: self.cfg.temperature,
             max_tokens: self.cfg.max_tokens,
             seed: self.cfg.seed,
+            prompt_cache_key: None,
         }
     }
 
@@ -152,6 +186,7 @@ impl Conversation {
             },
             tool_calls: reply.tool_calls.clone(),
             tool_call_id: None,
+            extra: Default::default(),
         };
         // Every tool call needs an answer for the next request to be valid.
         let result = reply.tool_calls.first().map(|call| Message {
@@ -159,16 +194,44 @@ impl Conversation {
             content: vec![Part::Text(executed.to_string())],
             tool_calls: Vec::new(),
             tool_call_id: Some(call.id.clone()),
+            extra: Default::default(),
         });
         let mut assistant = assistant;
         assistant.tool_calls.truncate(1);
+        assistant.extra = reply.wire_extra();
+        assistant.extra.truncate_calls(1);
         self.turns.push_back(Turn {
             user,
             assistant,
             result,
         });
-        while self.turns.len() > self.cfg.history {
-            self.turns.pop_front();
+        match self.cfg.layout {
+            HistoryLayout::Window => {
+                while self.turns.len() > self.cfg.history {
+                    self.turns.pop_front();
+                }
+            }
+            HistoryLayout::Append => self.append_trim(),
+        }
+    }
+
+    /// The append layout's upkeep after a turn is kept: the frames that left the image window
+    /// become the stub (once: a stubbed turn has no frame left to change), and at `2 × history`
+    /// turns the oldest `history` go.
+    fn append_trim(&mut self) {
+        let history = self.cfg.history;
+        if self.turns.len() >= (2 * history).max(1) {
+            let drop = self.turns.len() - history;
+            self.turns.drain(..drop);
+        }
+        let keep_images = self.cfg.image_history.saturating_sub(1);
+        let n = self.turns.len();
+        for turn in self.turns.iter_mut().take(n.saturating_sub(keep_images)) {
+            for part in &mut turn.user.content {
+                if matches!(part, Part::Png(_)) {
+                    *part = Part::Text(FRAME_STUB.into());
+                }
+            }
         }
     }
 }
@@ -190,6 +253,7 @@ mod tests {
             max_tokens: Some(100),
             seed: None,
             tool_choice: true,
+            layout: HistoryLayout::Window,
         }
     }
 
@@ -231,6 +295,46 @@ mod tests {
         assert_eq!(last.image_count(), 1);
         assert_eq!(req.tools.len(), 1);
         assert_eq!(req.tool_choice, Some(ToolChoice::Required));
+    }
+
+    #[test]
+    fn append_layout_only_ever_adds_a_turn() {
+        let png = |i: u8| Arc::new(vec![i]);
+        let mut c = Conversation::new(ConversationConfig {
+            layout: HistoryLayout::Append,
+            ..cfg(Modality::Both, 3, 2)
+        });
+        let mut previous: Option<ChatRequest> = None;
+        let mut shown = Vec::new();
+        for i in 0..13u8 {
+            let u = c.user_message(&format!("obs {i}"), png(i), None);
+            let req = c.request(&u);
+            shown.push(c.turns.len());
+            if let Some(prev) = &previous {
+                let (p, m) = (&prev.messages, &req.messages);
+                let dropped = m.len() < p.len();
+                if !dropped {
+                    // The previous request's messages, with at most its second-newest frame
+                    // (the one leaving the window) stubbed, then the new turn.
+                    assert_eq!(m.len(), p.len() + 3, "turn {i}");
+                    let changed: Vec<usize> = (0..p.len()).filter(|&k| p[k] != m[k]).collect();
+                    assert!(changed.len() <= 1, "turn {i}: {changed:?}");
+                    for k in changed {
+                        assert_eq!(p[k].image_count(), 1);
+                        assert_eq!(m[k].image_count(), 0);
+                        assert_eq!(m[k].content[1], Part::Text(FRAME_STUB.into()));
+                        assert_eq!(m[k].content[0], p[k].content[0]);
+                    }
+                }
+            }
+            // Frames: the current one and one earlier (image_history 2).
+            let frames: usize = req.messages.iter().map(|m| m.image_count()).sum();
+            assert_eq!(frames, 1 + usize::from(!c.turns.is_empty()));
+            c.record(u, &reply(i as usize), "Executed: noop");
+            previous = Some(req);
+        }
+        // history 3: 0, 1, 2 at the start, then 3, 4, 5, 3, 4, 5, ….
+        assert_eq!(shown, [0, 1, 2, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3]);
     }
 
     #[test]

@@ -238,6 +238,7 @@ fn options(
         max_tokens: None,
         seed: None,
         tool_choice: true,
+        layout: Default::default(),
     };
     RunOptions {
         episode: EpisodeConfig {
@@ -252,6 +253,7 @@ fn options(
             budget: Default::default(),
             cache: None,
             api_seed: false,
+            prompt_cache_key: None,
             play: Default::default(),
             frames,
         },

@@ -46,7 +46,12 @@ pub fn request_key_material(request: &ChatRequest) -> Value {
                     Part::Png(b) => json!({"png_sha256": sha256_hex(b)}),
                 })
                 .collect();
-            json!({"role": m.role, "content": parts, "tool_calls": m.tool_calls, "tool_call_id": m.tool_call_id})
+            let mut v = json!({"role": m.role, "content": parts, "tool_calls": m.tool_calls, "tool_call_id": m.tool_call_id});
+            // Only when present, so the keys of turns without such fields stay as they were.
+            if !m.extra.is_empty() {
+                v["extra"] = m.extra.to_json();
+            }
+            v
         })
         .collect();
     json!({

@@ -48,6 +48,8 @@ pub struct EpisodeConfig {
     pub cache: Option<Arc<ResponseCache>>,
     /// Send the episode's env seed as the API `seed` parameter.
     pub api_seed: bool,
+    /// Send `prompt_cache_key` `<this>-s<seed>` with every request of an episode.
+    pub prompt_cache_key: Option<String>,
     /// The protocol around the model: layout, parser, feedback, reset and render (presets).
     pub play: PlayOptions,
     /// Which frame files to write (`--frames`); every frame's hash is recorded whichever.
@@ -212,7 +214,10 @@ pub async fn run_episode(
         } else {
             Arc::default()
         };
-        let prompted = dialog.prompt(&env, frame.clone());
+        let mut prompted = dialog.prompt(&env, frame.clone());
+        if let Some(key) = &cfg.prompt_cache_key {
+            prompted.request.prompt_cache_key = Some(format!("{key}-s{seed}"));
+        }
         let (observation, user, request) =
             (&prompted.observation, &prompted.user, &prompted.request);
         let step_before = env.step_count();

@@ -241,6 +241,7 @@ pub fn request_from_openai_json(body: &Value) -> Result<ChatRequest, String> {
         temperature,
         max_tokens,
         seed,
+        prompt_cache_key: None,
     })
 }
 
@@ -300,6 +301,7 @@ fn parse_message(m: &Value) -> Result<Message, String> {
         content,
         tool_calls,
         tool_call_id,
+        extra: Default::default(),
     })
 }
 
@@ -449,6 +451,7 @@ mod tests {
                     ],
                     tool_calls: vec![],
                     tool_call_id: None,
+                    extra: Default::default(),
                 },
                 Message {
                     role: Role::Assistant,
@@ -459,12 +462,14 @@ mod tests {
                         arguments: json!("{\"actions\":[\"noop\"]}"),
                     }],
                     tool_call_id: None,
+                    extra: Default::default(),
                 },
                 Message {
                     role: Role::Tool,
                     content: vec![Part::Text("done".into())],
                     tool_calls: vec![],
                     tool_call_id: Some("call_9".into()),
+                    extra: Default::default(),
                 },
             ],
             tools: vec![ToolSpec {
@@ -476,6 +481,7 @@ mod tests {
             temperature: Some(0.25),
             max_tokens: Some(100),
             seed: Some(-3),
+            prompt_cache_key: None,
         }
     }
 

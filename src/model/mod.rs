@@ -4,6 +4,7 @@
 
 pub mod attempts;
 pub mod baseline;
+pub mod extra;
 pub mod http_bench;
 pub mod limit;
 pub mod local;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use attempts::{Attempt, CallFailure, Wait};
+pub use extra::WireExtra;
 /// Tool calls and Qwen3.5's XML tool-call reader live with the reply parser (`crates/parse`).
 pub use vlm_eval_parse::{toolxml, ToolCall};
 
@@ -51,6 +53,9 @@ pub struct Message {
     pub tool_calls: Vec<ToolCall>,
     /// The call this message answers (tool messages).
     pub tool_call_id: Option<String>,
+    /// Fields the server sent on this (assistant) message and its tool calls that we do not
+    /// model, sent back verbatim (e.g. Gemini's thought signatures).
+    pub extra: WireExtra,
 }
 
 impl Message {
@@ -61,6 +66,7 @@ impl Message {
             content: vec![Part::Text(text.into())],
             tool_calls: Vec::new(),
             tool_call_id: None,
+            extra: WireExtra::default(),
         }
     }
 
@@ -121,6 +127,9 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// API seed (sent only when the user asks).
     pub seed: Option<i64>,
+    /// OpenAI's `prompt_cache_key`: routes requests that share it to the same prompt cache
+    /// (one per episode; sent only when set).
+    pub prompt_cache_key: Option<String>,
 }
 
 /// Token usage; `None` fields mean the server did not say.
@@ -159,6 +168,12 @@ pub struct ChatReply {
 }
 
 impl ChatReply {
+    /// The fields of the raw reply's message and tool calls that we do not model, to send
+    /// back with this turn (see [`WireExtra`]).
+    pub fn wire_extra(&self) -> WireExtra {
+        WireExtra::from_response(&self.raw)
+    }
+
     /// What the reply parser reads of it: the text, the tool calls and the separate reasoning.
     pub fn as_reply(&self) -> vlm_eval_parse::Reply<'_> {
         vlm_eval_parse::Reply {

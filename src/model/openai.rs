@@ -115,6 +115,9 @@ pub struct OpenAiConfig {
     /// each keep-alive call for a delayed ACK (see `quickack.rs`). Ignored with an HTTP proxy
     /// in the environment.
     pub quickack: bool,
+    /// `reasoning_effort` sent with every request (`none`, `minimal`, `low`, `medium`,
+    /// `high`; OpenAI's reasoning models and Gemini); `None` omits it.
+    pub reasoning_effort: Option<String>,
 }
 
 impl OpenAiConfig {
@@ -138,6 +141,7 @@ impl OpenAiConfig {
             content_parts: false,
             auth_hint: None,
             quickack: true,
+            reasoning_effort: None,
         }
     }
 }
@@ -160,6 +164,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("turn_deadline", &self.turn_deadline)
             .field("auth_hint", &self.auth_hint)
             .field("quickack", &self.quickack)
+            .field("reasoning_effort", &self.reasoning_effort)
             .finish()
     }
 }
@@ -555,16 +560,23 @@ impl tower::Service<HttpRequestFactory> for Transport {
                 return Ok(response);
             }
             let hint = retry_hint(response.headers(), SystemTime::now());
-            let (body, usage) = match response.bytes().await {
+            let (body, json) = match response.bytes().await {
                 Ok(bytes) => (
                     String::from_utf8_lossy(&bytes).into_owned(),
-                    serde_json::from_slice::<Value>(&bytes)
-                        .ok()
-                        .and_then(|v| response_usage(&v)),
+                    serde_json::from_slice::<Value>(&bytes).ok(),
                 ),
                 Err(e) if e.is_timeout() => return Err(OpenAIError::Reqwest(e)),
                 Err(_) => ("<body unreadable>".to_string(), None),
             };
+            let usage = json.as_ref().and_then(response_usage);
+            // A hint in the body (Gemini's RetryInfo, "retry in 55s") joins the headers'.
+            let from_body = json.as_ref().and_then(retry_hint::body_retry_hint);
+            let hint = retry_hint::largest(
+                [hint, from_body]
+                    .into_iter()
+                    .flatten()
+                    .map(|h| (h.header, Some(h.wait.as_secs_f64()))),
+            );
             Err(OpenAIError::Boxed(Box::new(HttpFailure {
                 status: status.as_u16(),
                 hint,

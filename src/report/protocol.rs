@@ -7,8 +7,10 @@ use serde_json::{Map, Value};
 
 /// Protocol settings in display order: `run.json` config keys, plus `textures` and
 /// `prompt_sha256` from the top level. `thinking` (the local model's `--thinking`) is recorded
-/// only for `--model local:DIR` runs.
-pub const PROTOCOL_KEYS: [&str; 12] = [
+/// only for `--model local:DIR` runs. `history_layout` and `reasoning_effort` are recorded
+/// since `--history-layout` and `--reasoning-effort` exist; runs from before played `window`
+/// with no effort sent (`default`), and are read so.
+pub const PROTOCOL_KEYS: [&str; 14] = [
     "preset",
     "parser",
     "layout",
@@ -19,8 +21,10 @@ pub const PROTOCOL_KEYS: [&str; 12] = [
     "textures",
     "history",
     "image_history",
+    "history_layout",
     "prompt_sha256",
     "thinking",
+    "reasoning_effort",
 ];
 
 /// The budget settings the leaderboard groups by besides the protocol: `run.json`'s
@@ -81,6 +85,8 @@ pub fn protocol_of(info: &Value) -> Value {
         let v = match (key, v) {
             ("preset" | "layout", Value::Null) if before_presets => "vlm-eval".into(),
             ("parser", Value::Null) if before_presets => "lenient".into(),
+            ("history_layout", Value::Null) => "window".into(),
+            ("reasoning_effort", Value::Null) => "default".into(),
             (_, v) => v,
         };
         if !v.is_null() {
@@ -282,6 +288,28 @@ mod tests {
         assert_eq!(
             group_key_of(&json!({"config": {}})),
             protocol_of(&json!({"config": {}}))
+        );
+    }
+
+    #[test]
+    fn history_layout_and_reasoning_effort_are_protocol() {
+        let old = json!({"config": {"preset": "vlm-eval", "history": 3}});
+        let p = protocol_of(&old);
+        assert_eq!(
+            p["history_layout"], "window",
+            "runs from before played window"
+        );
+        assert_eq!(p["reasoning_effort"], "default");
+        let mut append = old.clone();
+        append["config"]["history_layout"] = json!("append");
+        append["config"]["reasoning_effort"] = json!("low");
+        let d = protocol_differences(&p, &protocol_of(&append));
+        assert_eq!(
+            d.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(),
+            [
+                "history_layout: window vs append",
+                "reasoning_effort: default vs low"
+            ]
         );
     }
 

@@ -140,18 +140,21 @@ fn full_request() -> ChatRequest {
                     arguments: json!({"actions": ["move_left"]}),
                 }],
                 tool_call_id: None,
+                extra: Default::default(),
             },
             Message {
                 role: Role::Tool,
                 content: vec![Part::Text("moved".into())],
                 tool_calls: vec![],
                 tool_call_id: Some("call_a".into()),
+                extra: Default::default(),
             },
             Message {
                 role: Role::User,
                 content: vec![Part::Text("What now?".into()), Part::Png(Arc::new(png()))],
                 tool_calls: vec![],
                 tool_call_id: None,
+                extra: Default::default(),
             },
         ],
         tools: vec![ToolSpec {
@@ -164,6 +167,7 @@ fn full_request() -> ChatRequest {
         temperature: Some(0.2),
         max_tokens: Some(256),
         seed: Some(42),
+        prompt_cache_key: None,
     }
 }
 

@@ -7,7 +7,8 @@
 //! PNG frames, the built-in system prompts, a conversation with several recorded turns (tool-call
 //! replies under the tool protocol, prose replies under the text protocol) and
 //! `openai::request_body`. Every protocol × modality is covered, under three client settings
-//! (defaults; sampling options with `max_completion_tokens`; the legacy `max_tokens` with
+//! (defaults; sampling options with `max_completion_tokens`, `reasoning_effort`,
+//! `prompt_cache_key` and the append history layout; the legacy `max_tokens` with
 //! `tool_choice` off and an image `detail`). Deliberately broken variants must be rejected,
 //! which proves the validator is live (with an unfixed spec Prism accepts everything).
 //!
@@ -19,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use vlm_eval::agent::conversation::{Conversation, ConversationConfig, Modality};
+use vlm_eval::agent::conversation::{Conversation, ConversationConfig, HistoryLayout, Modality};
 use vlm_eval::agent::observe::encode_png;
 use vlm_eval::agent::observe::{observe, ObsFormat};
 use vlm_eval::agent::parse::{parse_reply, Protocol};
@@ -123,12 +124,15 @@ struct Setting {
     max_tokens: Option<u32>,
     seed: Option<i64>,
     image_history: usize,
+    /// `--history-layout append` and a `prompt_cache_key` (with `reasoning_effort` in `openai`).
+    cache: bool,
 }
 
 fn settings(detail: &str) -> Vec<Setting> {
     let base = OpenAiConfig::new("http://unused.invalid/v1", "gpt-4o-mini");
     let mut sampling = base.clone();
     sampling.image_detail = Some("low".into());
+    sampling.reasoning_effort = Some("low".into());
     let mut legacy = base.clone();
     legacy.use_max_completion_tokens = false;
     legacy.send_tool_choice = false;
@@ -141,6 +145,7 @@ fn settings(detail: &str) -> Vec<Setting> {
             max_tokens: None,
             seed: None,
             image_history: 1,
+            cache: false,
         },
         Setting {
             name: "sampling+max_completion_tokens",
@@ -149,6 +154,7 @@ fn settings(detail: &str) -> Vec<Setting> {
             max_tokens: Some(1024),
             seed: Some(42),
             image_history: 2,
+            cache: true,
         },
         Setting {
             name: "legacy max_tokens, no tool_choice",
@@ -157,6 +163,7 @@ fn settings(detail: &str) -> Vec<Setting> {
             max_tokens: Some(300),
             seed: Some(-7),
             image_history: 3,
+            cache: false,
         },
     ]
 }
@@ -188,6 +195,11 @@ fn real_body(protocol: Protocol, modality: Modality, setting: &Setting, seed: i6
         max_tokens: setting.max_tokens,
         seed: setting.seed,
         tool_choice: true,
+        layout: if setting.cache {
+            HistoryLayout::Append
+        } else {
+            HistoryLayout::Window
+        },
     });
     let format = if seed % 2 == 0 {
         ObsFormat::State
@@ -218,7 +230,10 @@ fn real_body(protocol: Protocol, modality: Modality, setting: &Setting, seed: i6
     }
     let frame = Arc::new(encode_png(env.frame(), IMAGE_SIZE));
     let user = conversation.user_message(&observe(&env, format), frame, note);
-    let request = conversation.request(&user);
+    let mut request = conversation.request(&user);
+    if setting.cache {
+        request.prompt_cache_key = Some(format!("vlm-eval-0123456789abcdef-s{seed}"));
+    }
     let history_turns = request
         .messages
         .iter()

@@ -285,6 +285,7 @@ fn options(seeds: Vec<i64>, turns: u32, budget: Budget) -> RunOptions {
         max_tokens: None,
         seed: None,
         tool_choice: true,
+        layout: Default::default(),
     };
     RunOptions {
         episode: EpisodeConfig {
@@ -299,6 +300,7 @@ fn options(seeds: Vec<i64>, turns: u32, budget: Budget) -> RunOptions {
             budget: Arc::new(budget),
             cache: None,
             api_seed: false,
+            prompt_cache_key: None,
             play: Default::default(),
             frames: Default::default(),
         },

@@ -97,6 +97,7 @@ fn run_options(seeds: std::ops::Range<i64>, turns: u32, concurrency: usize) -> R
         max_tokens: None,
         seed: None,
         tool_choice: true,
+        layout: Default::default(),
     };
     RunOptions {
         episode: EpisodeConfig {
@@ -111,6 +112,7 @@ fn run_options(seeds: std::ops::Range<i64>, turns: u32, concurrency: usize) -> R
             budget: Default::default(),
             cache: None,
             api_seed: false,
+            prompt_cache_key: None,
             play: Default::default(),
             frames: Default::default(),
         },

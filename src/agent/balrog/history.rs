@@ -144,6 +144,7 @@ impl History {
                         content,
                         tool_calls: Vec::new(),
                         tool_call_id: None,
+                        extra: Default::default(),
                     }
                 }
                 Event::Action(a) => Message::text(Role::Assistant, a.clone()),
@@ -162,6 +163,7 @@ impl History {
             temperature: self.cfg.temperature,
             max_tokens: self.cfg.max_tokens,
             seed: self.cfg.seed,
+            prompt_cache_key: None,
         }
     }
 }

@@ -187,6 +187,22 @@ pub struct RunArgs {
     /// rest again; sent and none add `_frames-<mode>` to the default run name [default: all].
     #[arg(long, value_enum)]
     pub frames: Option<crate::results::frames::FramesMode>,
+    /// `reasoning_effort` sent with every request, for OpenAI's reasoning models and Gemini:
+    /// none, minimal, low, medium or high (recorded; part of the protocol) [default: not sent,
+    /// the server's own default].
+    #[arg(long, value_enum)]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// OpenAI's `prompt_cache_key`, one per episode (a hash of the run name, and the seed):
+    /// auto (sent to api.openai.com only), on (to any endpoint) or off [default: auto].
+    #[arg(long, value_enum)]
+    pub prompt_cache_key: Option<CacheKeyMode>,
+    /// Request layout of the history: window (the last --history turns, frames beyond
+    /// --image-history dropped every turn) or append (each request is the previous one plus
+    /// the new turn, byte for byte, so the provider's prompt cache hits; a frame past
+    /// --image-history becomes a fixed stub once; when 2×--history turns are kept the oldest
+    /// --history go at once) (recorded; part of the protocol) [default: window].
+    #[arg(long, value_enum)]
+    pub history_layout: Option<crate::agent::conversation::HistoryLayout>,
     /// `[[models]]` in `--config`: the model matrix, each model with its own endpoint.
     #[arg(skip)]
     #[serde(default)]
@@ -196,6 +212,49 @@ pub struct RunArgs {
     #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0")]
     #[serde(skip)]
     pub view: Option<u16>,
+}
+
+/// `--reasoning-effort`'s values (OpenAI's `reasoning_effort`; Gemini maps them to its
+/// thinking levels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    /// No reasoning (gpt-5.1 and later; Gemini 2.5 Flash: thinking off).
+    None,
+    /// The least reasoning (gpt-5 family).
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium (OpenAI's default).
+    Medium,
+    /// High.
+    High,
+}
+
+impl ReasoningEffort {
+    /// The value sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::None => "none",
+            ReasoningEffort::Minimal => "minimal",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+}
+
+/// When `prompt_cache_key` is sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheKeyMode {
+    /// To OpenAI's own endpoint (api.openai.com) only.
+    #[default]
+    Auto,
+    /// To any endpoint.
+    On,
+    /// Never.
+    Off,
 }
 
 /// One `[[models]]` entry of `--config`: a model and its own endpoint settings. A key left out

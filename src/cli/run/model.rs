@@ -76,6 +76,7 @@ pub(crate) struct Quirks {
     pub(crate) turn_deadline: Option<Duration>,
     pub(crate) content_parts: bool,
     pub(crate) auth_hint: Option<String>,
+    pub(crate) reasoning_effort: Option<String>,
 }
 
 /// What an auth error (or a local server's first error while no key is sent) adds: whether a
@@ -119,5 +120,6 @@ pub(crate) fn openai_config(
     cfg.turn_deadline = q.turn_deadline;
     cfg.content_parts = q.content_parts;
     cfg.auth_hint = q.auth_hint.clone();
+    cfg.reasoning_effort = q.reasoning_effort.clone();
     cfg
 }

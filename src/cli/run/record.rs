@@ -39,6 +39,9 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         "run_name": rr.run_name,
         "out": rr.out,
         "frames": a.frames.unwrap_or_default().as_str(),
+        "history_layout": conversation.layout.as_str(),
+        "reasoning_effort": a.reasoning_effort.map_or("default", |e| e.as_str()),
+        "prompt_cache_key": rr.prompt_cache_key.is_some(),
     });
     if let (Some(obj), Value::Object(keys)) = (config.as_object_mut(), r.config_keys(r.play.parser))
     {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::args::RunArgs;
 use super::model::{builtin_price, is_local};
 use super::preset::{self, Resolved};
-use crate::agent::conversation::{ConversationConfig, Modality};
+use crate::agent::conversation::{ConversationConfig, HistoryLayout, Modality};
 use crate::agent::parse::Protocol;
 use crate::agent::preset::Layout;
 use crate::agent::prompt::Prompts;
@@ -91,7 +91,10 @@ pub(super) fn merge_config(mut a: RunArgs) -> Result<RunArgs, CliError> {
         shard,
         device,
         dtype,
-        frames
+        frames,
+        reasoning_effort,
+        prompt_cache_key,
+        history_layout
     );
     a.force |= file.force;
     a.quiet |= file.quiet;
@@ -149,6 +152,9 @@ pub(super) struct ResolvedRun {
     pub textures: Arc<TextureSet>,
     /// USD per 1M input and output tokens.
     pub prices: Option<(f64, f64)>,
+    /// The `prompt_cache_key` of this run's episodes, before `-s<seed>` (`--prompt-cache-key`;
+    /// `None`: not sent).
+    pub prompt_cache_key: Option<String>,
 }
 
 /// Resolve the merged flags (checked by `limits::check`) into one run. `textures` reuses a
@@ -184,7 +190,13 @@ pub(super) fn resolve_run(
         max_tokens: r.max_tokens,
         seed: None,
         tool_choice: r.tool_choice,
+        layout: a.history_layout.unwrap_or_default(),
     };
+    if balrog_layout && conversation.layout == HistoryLayout::Append {
+        return Err(CliError::usage(
+            "--history-layout append works with the vlm-eval layout only (BALROG's layout keeps its own history); drop it or choose --preset vlm-eval",
+        ));
+    }
     let local_dir = model_name.strip_prefix("local:").map(PathBuf::from);
     let builtin =
         matches!(model_name.as_str(), "mock" | "scripted" | "random") || local_dir.is_some();
@@ -225,6 +237,12 @@ pub(super) fn resolve_run(
         }
     };
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    let prompt_cache_key = cache_key_prefix(
+        a.prompt_cache_key.unwrap_or_default(),
+        &ep.base_url,
+        &run_name,
+        builtin,
+    );
     Ok(ResolvedRun {
         args: a.clone(),
         model_name,
@@ -246,8 +264,34 @@ pub(super) fn resolve_run(
         out,
         textures,
         prices,
+        prompt_cache_key,
         r,
     })
+}
+
+/// The prefix of every episode's `prompt_cache_key`, when one is sent: `vlm-eval-` and 16 hex
+/// digits of the run name's sha256 (no secret, the same on resume). `auto` sends it to OpenAI's
+/// own endpoint only (other servers may refuse an unknown field).
+fn cache_key_prefix(
+    mode: super::args::CacheKeyMode,
+    base_url: &str,
+    run_name: &str,
+    builtin: bool,
+) -> Option<String> {
+    use super::args::CacheKeyMode;
+    let openai = !builtin
+        && base_url
+            .split("://")
+            .nth(1)
+            .is_some_and(|rest| rest.split(['/', ':']).next() == Some("api.openai.com"));
+    match mode {
+        CacheKeyMode::Off => None,
+        CacheKeyMode::Auto if !openai => None,
+        CacheKeyMode::Auto | CacheKeyMode::On => {
+            let hash = crate::crafter::trace::sha256_hex(run_name.as_bytes());
+            Some(format!("vlm-eval-{}", &hash[..16]))
+        }
+    }
 }
 
 /// The seeds this run plays (its shard's slice) and every seed of the run: `--seed-list` as

@@ -64,6 +64,7 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
             ))
         }),
         api_seed: a.seed_param,
+        prompt_cache_key: rr.prompt_cache_key.clone(),
         play: r.play.clone(),
         frames: a.frames.unwrap_or_default(),
     };
@@ -91,6 +92,7 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
         use_max_completion_tokens: r.max_tokens_field != "max_tokens",
         send_tool_choice: r.tool_choice,
         content_parts: r.content_parts,
+        reasoning_effort: a.reasoning_effort.map(|e| e.as_str().to_string()),
         headers: rr.headers.clone(),
         image_detail: a.image_detail.clone(),
         // One limiter per endpoint: halves on 429, grows back by one per 10 successes.

@@ -66,6 +66,11 @@ pub fn error_excerpt(body: &str) -> String {
 }
 
 pub(crate) fn json_error_summary(value: &Value) -> Option<String> {
+    // Gemini's OpenAI-compatible endpoint sometimes answers `[{"error": {…}}]`.
+    let value = match value {
+        Value::Array(items) => items.first()?,
+        other => other,
+    };
     let obj = value.as_object()?;
     let inner = match obj.get("error") {
         Some(Value::String(s)) => return Some(s.clone()),
@@ -306,6 +311,12 @@ mod tests {
             "too long (type BadRequestError, code 400)"
         );
         assert_eq!(error_excerpt(r#"{"error":"nope"}"#), "nope");
+        // Gemini's array body (https://github.com/n4ze3m/page-assist/issues/406).
+        let gemini = r#"[{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}]"#;
+        assert_eq!(
+            error_excerpt(gemini),
+            "Resource has been exhausted (e.g. check quota). (code 429)"
+        );
         assert_eq!(error_excerpt(r#"{"detail":"Not Found"}"#), "Not Found");
         let html = "<html><head><title>502 Bad Gateway</title></head><body>x</body></html>";
         assert_eq!(error_excerpt(html), "502 Bad Gateway");

@@ -216,6 +216,22 @@ pub fn request_body(config: &OpenAiConfig, request: &ChatRequest) -> Result<Valu
     let typed = args.build().map_err(build_error)?;
     let mut body = serde_json::to_value(&typed)
         .map_err(|e| ModelError::Config(format!("cannot encode: {e}")))?;
+    if let Some(effort) = &config.reasoning_effort {
+        body["reasoning_effort"] = Value::from(effort.as_str());
+    }
+    if let Some(key) = &request.prompt_cache_key {
+        body["prompt_cache_key"] = Value::from(key.as_str());
+    }
+    // Fields of earlier assistant turns that we do not model go back as the server sent them.
+    for (message, sent) in request
+        .messages
+        .iter()
+        .zip(body["messages"].as_array_mut().into_iter().flatten())
+    {
+        if !message.extra.is_empty() {
+            message.extra.apply(sent);
+        }
+    }
     if config.content_parts {
         for m in body["messages"].as_array_mut().into_iter().flatten() {
             if let Some(text) = m.get("content").and_then(Value::as_str).map(str::to_string) {
@@ -383,6 +399,7 @@ mod tests {
                     ],
                     tool_calls: vec![],
                     tool_call_id: None,
+                    extra: Default::default(),
                 },
                 Message {
                     role: Role::Assistant,
@@ -393,12 +410,14 @@ mod tests {
                         arguments: json!({"a": 1}),
                     }],
                     tool_call_id: None,
+                    extra: Default::default(),
                 },
                 Message {
                     role: Role::Tool,
                     content: vec![Part::Text("ok".into())],
                     tool_calls: vec![],
                     tool_call_id: Some("c1".into()),
+                    extra: Default::default(),
                 },
                 Message::text(Role::User, "again"),
             ],
@@ -411,6 +430,7 @@ mod tests {
             temperature: Some(0.5),
             max_tokens: Some(64),
             seed: Some(7),
+            prompt_cache_key: None,
         }
     }
 

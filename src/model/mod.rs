@@ -5,10 +5,14 @@
 pub mod attempts;
 pub mod baseline;
 pub mod http_bench;
+pub mod image_tokens;
 pub mod limit;
 pub mod local;
 pub mod mock;
 pub mod openai;
+pub mod prices;
+pub mod request_tokens;
+pub mod usage;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use attempts::{Attempt, CallFailure, Wait};
+pub use usage::{OutputRule, Usage, UsageWarning};
 /// Tool calls and Qwen3.5's XML tool-call reader live with the reply parser (`crates/parse`).
 pub use vlm_eval_parse::{toolxml, ToolCall};
 
@@ -121,15 +126,6 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// API seed (sent only when the user asks).
     pub seed: Option<i64>,
-}
-
-/// Token usage; `None` fields mean the server did not say.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub input_tokens: Option<u64>,
-    /// Completion tokens.
-    pub output_tokens: Option<u64>,
 }
 
 /// What the model said, with accounting.

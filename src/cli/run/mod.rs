@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 mod args;
+mod estimate;
 mod limits;
 mod matrix;
 mod model;
@@ -30,6 +31,9 @@ pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
         .map(Shard::resolve_env)
         .transpose()
         .map_err(CliError::usage)?;
+    if a.estimate {
+        return run_estimate(&a);
+    }
     // `--view`: the server starts now (a port in use fails before anything plays); its URL
     // is printed once the run's folder is known: this run's live page, or one per model.
     let view = match a.view {
@@ -56,4 +60,32 @@ pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
     let outcome = runtime()?.block_on(start::start_run(plan, &Default::default()))?;
     start::print_summary(&outcome.summary, &outcome.dir, a.quiet);
     Ok(start::exit_code(&outcome, a.allow_errors))
+}
+
+/// `run --estimate`: every model resolved (as a run would be: bad input is exit 2), then
+/// its estimate printed; nothing is created or sent.
+fn run_estimate(a: &RunArgs) -> Result<i32, CliError> {
+    estimate::check_flags(a)?;
+    let runs = match matrix::model_list(a)? {
+        Some(models) => {
+            let mut textures = None;
+            let mut runs = Vec::new();
+            for e in &models {
+                let mut args = matrix::model_args(a, e);
+                limits::check(&mut args)?;
+                let rr = resolve::resolve_run(&args, textures.clone())?;
+                textures = Some(rr.textures.clone());
+                runs.push(rr);
+            }
+            runs
+        }
+        None => vec![resolve::resolve_run(a, None)?],
+    };
+    for (i, rr) in runs.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        estimate::print_estimate(rr);
+    }
+    Ok(0)
 }

@@ -47,11 +47,13 @@ async fn completions(State(seen): State<Seen>, Json(_body): Json<Value>) -> Json
         *s += 1;
         *s - 1
     };
-    Json(json!({"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+    Json(
+        json!({"id": "x", "object": "chat.completion", "created": 1, "model": "m",
         "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
             "content": null, "tool_calls": [{"id": format!("call_{n}"), "type": "function",
             "function": {"name": "interact_many", "arguments": "{\"actions\":[\"noop\"]}"}}]}}],
-        "usage": usage(n % 4)}))
+        "usage": usage(n % 4)}),
+    )
 }
 
 async fn usage_server() -> String {
@@ -101,17 +103,20 @@ async fn usage_is_read_in_full_and_each_answer_priced_by_it() {
     assert_eq!(spent["output_from_total"], 1);
     assert_eq!(spent["usage_warnings"], 2);
     let cost = spent["cost_usd"].as_f64().unwrap();
-    assert!((cost - expected / 1e6).abs() < 1e-12, "{cost} vs {}", expected / 1e6);
+    assert!(
+        (cost - expected / 1e6).abs() < 1e-12,
+        "{cost} vs {}",
+        expected / 1e6
+    );
     // The episodes' own cost needs every reply's usage (one reply's prompt count was bad).
     assert!(summary["cost_usd"].is_null(), "{summary}");
 
     // Per answer in the trajectory, as reported, with the rule and the warnings.
-    let lines: Vec<Value> =
-        std::fs::read_to_string(run.join("episodes/seed_0/trajectory.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+    let lines: Vec<Value> = std::fs::read_to_string(run.join("episodes/seed_0/trajectory.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 4);
     let u0 = &lines[0]["usage"];
     assert_eq!(u0["cached_input_tokens"], 1920);
@@ -123,7 +128,10 @@ async fn usage_is_read_in_full_and_each_answer_priced_by_it() {
     assert_eq!(lines[1]["usage"]["output_rule"], "total_minus_prompt");
     assert_eq!(lines[2]["usage"]["warning"], "negative");
     assert_eq!(lines[2]["reply"]["raw"]["usage"]["prompt_tokens"], -5);
-    assert!(lines[2]["usage_warning"].as_str().unwrap().contains("negative"));
+    assert!(lines[2]["usage_warning"]
+        .as_str()
+        .unwrap()
+        .contains("negative"));
     assert_eq!(lines[3]["usage"]["cached_input_tokens"], 50);
     assert_eq!(lines[3]["usage"]["warning"], "cached_above_prompt");
 
@@ -135,7 +143,10 @@ async fn usage_is_read_in_full_and_each_answer_priced_by_it() {
     // The price is recorded with its source.
     let info = read_json(&run.join("run.json"));
     assert_eq!(info["price"]["cached_input"], 0.075);
-    assert!(info["price"]["source"].as_str().unwrap().starts_with("https://"));
+    assert!(info["price"]["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://"));
     assert_eq!(
         info["config"]["prices_usd_per_1m"],
         json!({"input": 0.15, "output": 0.6, "cached_input": 0.075})
@@ -145,7 +156,11 @@ async fn usage_is_read_in_full_and_each_answer_priced_by_it() {
     let csv = out.join("cmp.csv");
     let o = support::vlm_eval(&["compare", s(&run), "--csv", s(&csv)]);
     assert!(o.status.success(), "{}", support::all_text(&o));
-    assert!(support::stdout(&o).contains("1930 (95%)"), "{}", support::stdout(&o));
+    assert!(
+        support::stdout(&o).contains("1930 (95%)"),
+        "{}",
+        support::stdout(&o)
+    );
     let spend = std::fs::read_to_string(out.join("cmp.spend.csv")).unwrap();
     let mut rows = spend.lines();
     let header: Vec<&str> = rows.next().unwrap().split(',').collect();
@@ -154,8 +169,13 @@ async fn usage_is_read_in_full_and_each_answer_priced_by_it() {
     assert_eq!(at("spent_input_tokens"), "2025");
     assert_eq!(at("spent_cached_input_tokens"), "1930");
     assert_eq!(
-        header.iter().position(|h| *h == "spent_cached_input_tokens"),
-        header.iter().position(|h| *h == "spent_input_tokens").map(|i| i + 1)
+        header
+            .iter()
+            .position(|h| *h == "spent_cached_input_tokens"),
+        header
+            .iter()
+            .position(|h| *h == "spent_input_tokens")
+            .map(|i| i + 1)
     );
 
     // --price-in / --price-cached-in / --price-out over the table, for any model name.
@@ -195,12 +215,15 @@ fn old_run_folders_still_read() {
     let o = support::vlm_eval(&["compare", s(&old), "--csv", s(&csv)]);
     assert!(o.status.success(), "{}", support::all_text(&o));
     let spend = std::fs::read_to_string(out.join("old.spend.csv")).unwrap();
-    assert!(spend.lines().nth(1).unwrap().contains(",5243,0,172,"), "{spend}");
+    assert!(
+        spend.lines().nth(1).unwrap().contains(",5243,0,172,"),
+        "{spend}"
+    );
 }
 
 #[test]
 fn the_price_table_is_listed_and_extended() {
-    let o = support::vlm_eval(&["prices"]);
+    let o = support::vlm_eval(&["--wide", "prices"]);
     assert!(o.status.success(), "{}", support::all_text(&o));
     let out = support::stdout(&o);
     for m in [
@@ -217,10 +240,9 @@ fn the_price_table_is_listed_and_extended() {
         assert!(out.contains(m), "{m}: {out}");
     }
     let o = support::vlm_eval(&["prices", "--toml"]);
-    let builtin = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prices.toml"),
-    )
-    .unwrap();
+    let builtin =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prices.toml"))
+            .unwrap();
     assert_eq!(support::stdout(&o), builtin);
 
     let dir = support::scratch("cost-prices");
@@ -230,17 +252,24 @@ fn the_price_table_is_listed_and_extended() {
         "[[price]]\nmodel = \"gpt-4o-mini\"\ninput = 9\ncached_input = 8\noutput = 7\nread = \"2026-12-06\"\nsource = \"mine\"\n\n[[price]]\nmodel = \"my-model\"\ninput = 1\ncached_input = 0.5\noutput = 2\nread = \"2026-12-06\"\nsource = \"mine\"\n",
     )
     .unwrap();
-    let o = support::vlm_eval(&["prices", "--prices", s(&file)]);
+    let o = support::vlm_eval(&["--wide", "prices", "--prices", s(&file)]);
     assert!(o.status.success(), "{}", support::all_text(&o));
     let out = support::stdout(&o);
-    let row = |m: &str| {
+    let cells = |m: &str| -> Vec<String> {
         out.lines()
-            .find(|l| l.split_whitespace().any(|w| w.trim_matches('│') == m))
+            .map(|l| {
+                l.split(['|', '│'])
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.is_empty())
+                    .collect::<Vec<_>>()
+            })
+            .find(|c| c.first().map(String::as_str) == Some(m))
             .unwrap_or_else(|| panic!("{m}: {out}"))
-            .to_string()
     };
-    assert!(row("gpt-4o-mini").contains("9") && row("gpt-4o-mini").contains("mine"));
-    assert!(row("my-model").contains("0.5"));
+    // The file's row replaces the table's; a new model is added: input, cached, write, output.
+    assert_eq!(cells("gpt-4o-mini")[1..5], ["9", "8", "-", "7"]);
+    assert_eq!(cells("my-model")[1..5], ["1", "0.5", "-", "2"]);
+    assert_eq!(cells("gemini-2.5-pro")[5], ">200000: 2.5 / 0.25 / 15");
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -254,7 +283,8 @@ fn bad_prices_budgets_and_estimates_are_one_line_before_anything() {
     let root = support::fresh_dir("cost-hostile");
     let files = root.join("files");
     std::fs::create_dir_all(&files).unwrap();
-    let good = "model = \"x\"\ninput = 1\ncached_input = 1\noutput = 1\nread = \"d\"\nsource = \"s\"\n";
+    let good =
+        "model = \"x\"\ninput = 1\ncached_input = 1\noutput = 1\nread = \"d\"\nsource = \"s\"\n";
     let not_toml = write(&files, "bad.toml", "[[price]\nmodel = ");
     let no_column = write(
         &files,
@@ -277,7 +307,15 @@ fn bad_prices_budgets_and_estimates_are_one_line_before_anything() {
         &format!("[[price]]\n{good}above_input = 2\n"),
     );
     let missing = files.join("nowhere.toml");
-    let base = ["run", "--model", "counted-model", "--seeds", "1", "--steps", "1"];
+    let base = [
+        "run",
+        "--model",
+        "counted-model",
+        "--seeds",
+        "1",
+        "--steps",
+        "1",
+    ];
     let with = |extra: &[&str]| -> Vec<String> {
         base.iter().chain(extra).map(|s| s.to_string()).collect()
     };
@@ -341,8 +379,20 @@ fn estimate_counts_requests_tokens_and_cost_and_sends_nothing() {
     let cwd = support::fresh_dir("cost-estimate");
     let o = support::command()
         .current_dir(&cwd)
-        .args(["run", "--model", "gpt-4o-mini,claude-sonnet-4-5,gemini-2.5-flash"])
-        .args(["--seeds", "3", "--steps", "5", "--max-tokens", "256", "--estimate"])
+        .args([
+            "run",
+            "--model",
+            "gpt-4o-mini,claude-sonnet-4-5,gemini-2.5-flash",
+        ])
+        .args([
+            "--seeds",
+            "3",
+            "--steps",
+            "5",
+            "--max-tokens",
+            "256",
+            "--estimate",
+        ])
         .env("OPENAI_BASE_URL", &server.url)
         .env_remove("OPENAI_API_KEY")
         .output()
@@ -355,15 +405,30 @@ fn estimate_counts_requests_tokens_and_cost_and_sends_nothing() {
     assert_eq!(blocks.len(), 3, "{out}");
     for b in &blocks {
         assert!(b.contains("requests:      15\n"), "{b}");
-        assert!(b.contains("output tokens: up to 3,840 (--max-tokens 256 × 15 requests)"), "{b}");
+        assert!(
+            b.contains("output tokens: up to 3,840 (--max-tokens 256 × 15 requests)"),
+            "{b}"
+        );
         assert!(b.contains("nothing sent, nothing created"), "{b}");
         assert!(b.contains("played offline (no model)"), "{b}");
     }
     // One 64 px frame per request (--image-history 1): gpt-4o-mini's 2833 + 5667 (one tile),
     // Claude's ceil(64·64/750) = 6, Gemini's 258.
-    assert!(blocks[0].contains("127,500 image (15 images of 64 px)"), "{}", blocks[0]);
-    assert!(blocks[1].contains("90 image (15 images of 64 px)"), "{}", blocks[1]);
-    assert!(blocks[2].contains("3,870 image (15 images of 64 px)"), "{}", blocks[2]);
+    assert!(
+        blocks[0].contains("127,500 image (15 images of 64 px)"),
+        "{}",
+        blocks[0]
+    );
+    assert!(
+        blocks[1].contains("90 image (15 images of 64 px)"),
+        "{}",
+        blocks[1]
+    );
+    assert!(
+        blocks[2].contains("3,870 image (15 images of 64 px)"),
+        "{}",
+        blocks[2]
+    );
     assert!(blocks[0].contains("o200k, the model's own tokenizer"));
     assert!(blocks[1].contains("o200k as an approximation"));
     for b in &blocks {
@@ -379,7 +444,16 @@ fn estimate_counts_requests_tokens_and_cost_and_sends_nothing() {
     // A model without a price: counts, and says how to price it.
     let o = support::command()
         .current_dir(&cwd)
-        .args(["run", "--model", "counted-model", "--seeds", "1", "--steps", "2", "--estimate"])
+        .args([
+            "run",
+            "--model",
+            "counted-model",
+            "--seeds",
+            "1",
+            "--steps",
+            "2",
+            "--estimate",
+        ])
         .env("OPENAI_BASE_URL", &server.url)
         .output()
         .unwrap();

@@ -210,7 +210,7 @@ async fn usage_is_read_in_full_and_each_answer_priced_by_it() {
 fn old_run_folders_still_read() {
     // A run written before cached tokens were recorded: compare and report read it, cached 0.
     let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/png-sha256-run");
-    let out = support::scratch("cost-old");
+    let out = support::fresh_dir("cost-old");
     let csv = out.join("old.csv");
     let o = support::vlm_eval(&["compare", s(&old), "--csv", s(&csv)]);
     assert!(o.status.success(), "{}", support::all_text(&o));
@@ -245,7 +245,7 @@ fn the_price_table_is_listed_and_extended() {
             .unwrap();
     assert_eq!(support::stdout(&o), builtin);
 
-    let dir = support::scratch("cost-prices");
+    let dir = support::fresh_dir("cost-prices");
     let file = dir.join("mine.toml");
     std::fs::write(
         &file,
@@ -480,7 +480,7 @@ fn o200k_matches_python_tiktoken() {
     }
     use base64::Engine as _;
     let bpe = tiktoken_rs::o200k_base_singleton();
-    let dir = support::scratch("cost-tiktoken");
+    let dir = support::fresh_dir("cost-tiktoken");
     let mut file = String::new();
     // o200k_base's mergeable ranks are 0..199998; the special tokens come after.
     for rank in 0..199_998u32 {

@@ -330,10 +330,7 @@ async fn lenient_reply_shapes_parse() {
     let r = m.chat(&req).await.unwrap();
     assert_eq!(r.text.as_deref(), Some("just text"));
     assert!(r.tool_calls.is_empty());
-    assert_eq!(
-        r.usage,
-        Usage::default()
-    );
+    assert_eq!(r.usage, Usage::default());
 
     let r = m.chat(&req).await.unwrap();
     assert_eq!(r.text.as_deref(), Some("part one, part two"));

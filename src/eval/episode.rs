@@ -12,8 +12,8 @@ use crate::agent::dialog::{Dialog, PlayOptions};
 use crate::agent::observe::{encode_png, ObsFormat};
 use crate::agent::parse::Outcome;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
-use crate::model::{ChatModel, ChatReply, Usage};
 use crate::eval::budget::usage_counts;
+use crate::model::{ChatModel, ChatReply, Usage};
 use crate::results::formats::Spend;
 use crate::results::frames::{
     frames_sha256, rgb_sha256, EpisodeFrames, FrameHash, FrameHashKind, FramesMode,
@@ -260,7 +260,9 @@ pub async fn run_episode(
             .billed_output_tokens
             .or(reply.usage.output_tokens);
         output_tokens = add(output_tokens, billed_output, turn == 0);
-        reply_cost = reply_cost.zip(cfg.prices.as_ref()).map(|(c, p)| c + p.cost(&reply.usage));
+        reply_cost = reply_cost
+            .zip(cfg.prices.as_ref())
+            .map(|(c, p)| c + p.cost(&reply.usage));
         let judged = dialog.judge(&reply);
         let parsed = &judged.parsed;
         unknown += parsed.unknown.len() as u32;

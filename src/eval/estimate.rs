@@ -66,7 +66,10 @@ pub struct Estimate {
 impl Estimate {
     /// Sum of `f` over every request.
     pub fn total(&self, f: impl Fn(&RequestTokens) -> u64) -> f64 {
-        self.shapes.iter().map(|s| s.count * f(&s.tokens) as f64).sum()
+        self.shapes
+            .iter()
+            .map(|s| s.count * f(&s.tokens) as f64)
+            .sum()
     }
 }
 
@@ -99,7 +102,13 @@ pub fn estimate(s: &EstimateSetup, rule: Option<ImageRule>, low: bool) -> Estima
         None => crate::model::request_tokens::o200k_len(reply.text.as_deref().unwrap_or("")),
     };
     let step = (s.seeds.len() / MAX_SAMPLED_SEEDS).max(1);
-    let sampled: Vec<i64> = s.seeds.iter().step_by(step).take(MAX_SAMPLED_SEEDS).copied().collect();
+    let sampled: Vec<i64> = s
+        .seeds
+        .iter()
+        .step_by(step)
+        .take(MAX_SAMPLED_SEEDS)
+        .copied()
+        .collect();
     let scale = s.seeds.len() as f64 / sampled.len().max(1) as f64;
     let window = s.conversation.history.max(s.conversation.image_history) + 2;
     let built = (s.turns as usize).min(window);

@@ -135,7 +135,13 @@ mod tests {
         assert_eq!(image_tokens(four_o, 4096, 8192, true), 85);
         // gpt-4o-mini's own constants (2833 base, 5667 per tile) on the same tiling.
         let mini = rule_for("gpt-4o-mini-2024-07-18").unwrap();
-        assert_eq!(mini, ImageRule::Tiles { base: 2833, per_tile: 5667 });
+        assert_eq!(
+            mini,
+            ImageRule::Tiles {
+                base: 2833,
+                per_tile: 5667
+            }
+        );
         assert_eq!(image_tokens(mini, 1024, 1024, false), 2833 + 4 * 5667);
         assert_eq!(image_tokens(mini, 64, 64, false), 8500);
         assert_eq!(image_tokens(mini, 64, 64, true), 2833);
@@ -147,8 +153,14 @@ mod tests {
         assert_eq!(openai_patches(1024, 1024), 1024);
         assert_eq!(openai_patches(1800, 2400), 1452);
         let m = rule_for("gpt-5-mini").unwrap();
-        assert_eq!(image_tokens(m, 1024, 1024, false), (1024.0f64 * 1.62).ceil() as u64);
-        assert_eq!(rule_for("gpt-4.1-nano"), Some(ImageRule::Patches { multiplier: 2.46 }));
+        assert_eq!(
+            image_tokens(m, 1024, 1024, false),
+            (1024.0f64 * 1.62).ceil() as u64
+        );
+        assert_eq!(
+            rule_for("gpt-4.1-nano"),
+            Some(ImageRule::Patches { multiplier: 2.46 })
+        );
     }
 
     #[test]

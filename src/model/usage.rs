@@ -40,7 +40,6 @@ pub struct Usage {
     pub warning: Option<UsageWarning>,
 }
 
-
 /// Which rule gave the billed output tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -148,8 +147,7 @@ pub fn parse_usage(usage: &Value) -> Usage {
     if u.warning.is_none() && input_tokens.is_some_and(|p| cached > p) {
         u.warning = Some(UsageWarning::CachedAbovePrompt);
     }
-    if u.warning.is_none() && matches!((total_tokens, input_tokens), (Some(t), Some(p)) if t < p)
-    {
+    if u.warning.is_none() && matches!((total_tokens, input_tokens), (Some(t), Some(p)) if t < p) {
         u.warning = Some(UsageWarning::TotalBelowPrompt);
     }
     let from_total = match (total_tokens, input_tokens) {
@@ -218,7 +216,8 @@ mod tests {
     fn thinking_counted_only_in_the_total_is_billed() {
         // Gemini's OpenAI-compatible endpoint: prompt 9, completion 1, total 103, thinking
         // counted only in the total (the case issue 48 quotes).
-        let u = parse_usage(&json!({"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 103}));
+        let u =
+            parse_usage(&json!({"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 103}));
         assert_eq!(u.billed_output_tokens, Some(94));
         assert_eq!(u.output_rule, Some(OutputRule::TotalMinusPrompt));
         assert_eq!(u.billed_output(), 94);
@@ -237,7 +236,8 @@ mod tests {
         assert_eq!(over.warning, Some(UsageWarning::CachedAbovePrompt));
         assert_eq!(over.cached_input_tokens, Some(50));
         assert_eq!(over.input_split(), (0, 10, 0));
-        let low = parse_usage(&json!({"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 4}));
+        let low =
+            parse_usage(&json!({"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 4}));
         assert_eq!(low.warning, Some(UsageWarning::TotalBelowPrompt));
         assert_eq!(low.billed_output_tokens, Some(3));
         let nan = parse_usage(&json!({"prompt_tokens": 1e300, "completion_tokens": 3}));
@@ -246,7 +246,8 @@ mod tests {
 
     #[test]
     fn old_records_still_read() {
-        let u: Usage = serde_json::from_value(json!({"input_tokens": 10, "output_tokens": 2})).unwrap();
+        let u: Usage =
+            serde_json::from_value(json!({"input_tokens": 10, "output_tokens": 2})).unwrap();
         assert_eq!(u.billed_output(), 2);
         assert_eq!(u.input_split(), (10, 0, 0));
         let back = serde_json::to_value(u).unwrap();

@@ -23,7 +23,10 @@ pub(super) fn check_flags(a: &RunArgs) -> Result<(), CliError> {
         )))
     };
     if a.view.is_some() {
-        return clash("--view", "it serves the live view, and an estimate starts nothing");
+        return clash(
+            "--view",
+            "it serves the live view, and an estimate starts nothing",
+        );
     }
     if a.force {
         return clash("--force", "an estimate redoes nothing");
@@ -63,7 +66,9 @@ fn rule_text(rule: Option<ImageRule>, low: bool) -> String {
             format!("OpenAI's patch rule: 32 px patches × {multiplier}")
         }
         Some(ImageRule::Claude) => "Anthropic's w·h/750".into(),
-        Some(ImageRule::Gemini) => "Gemini's 258 per image up to 384 px, else per 768 px tile".into(),
+        Some(ImageRule::Gemini) => {
+            "Gemini's 258 per image up to 384 px, else per 768 px tile".into()
+        }
         None => "no known rule for this model: images counted as 0 tokens".into(),
     }
 }

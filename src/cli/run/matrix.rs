@@ -119,7 +119,13 @@ pub(super) fn run_matrix(
     entries: Vec<ModelEntry>,
     view: Option<&str>,
 ) -> Result<i32, CliError> {
-    // Every model resolved first, so that bad input fails before anything plays.
+    // Every model's price checked, then every model resolved, so that bad input fails
+    // before anything plays (and before any texture warning).
+    for e in &entries {
+        let mut args = model_args(&a, e);
+        super::limits::check(&mut args)?;
+        super::resolve::check_price(&args)?;
+    }
     let mut textures = None;
     let mut resolved = Vec::new();
     let mut folders: Vec<(PathBuf, String)> = Vec::new();

@@ -68,6 +68,11 @@ fn run_estimate(a: &RunArgs) -> Result<i32, CliError> {
     estimate::check_flags(a)?;
     let runs = match matrix::model_list(a)? {
         Some(models) => {
+            for e in &models {
+                let mut args = matrix::model_args(a, e);
+                limits::check(&mut args)?;
+                resolve::check_price(&args)?;
+            }
             let mut textures = None;
             let mut runs = Vec::new();
             for e in &models {

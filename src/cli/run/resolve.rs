@@ -207,6 +207,9 @@ pub(super) fn resolve_run(
             run_name
         ))
     })?;
+    // Prices before textures: a bad --prices file or a --max-cost without a price is the
+    // only line printed (a texture warning would come first).
+    let prices = resolve_price(a, &model_name, builtin)?;
     let textures = match textures {
         Some(t) => t,
         None => Arc::new(load_textures(a.assets.as_deref())?),
@@ -217,7 +220,6 @@ pub(super) fn resolve_run(
             r.preset.name
         )));
     }
-    let prices = resolve_price(a, &model_name, builtin)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     Ok(ResolvedRun {
         args: a.clone(),
@@ -259,6 +261,16 @@ pub(super) fn price_table(a: &RunArgs) -> Result<PriceTable, CliError> {
         ))
     })?;
     Ok(table.extended(extra))
+}
+
+/// The price checks of `resolve_run` alone (no textures loaded), so that a matrix refuses a
+/// model without a price before another model's textures print anything.
+pub(super) fn check_price(a: &RunArgs) -> Result<(), CliError> {
+    let Some(model) = a.model.as_deref() else {
+        return Ok(());
+    };
+    let builtin = matches!(model, "mock" | "scripted" | "random") || model.starts_with("local:");
+    resolve_price(a, model, builtin).map(|_| ())
 }
 
 /// The model's price: the flags (`--price-in`, `--price-cached-in`, `--price-out`), free for

@@ -66,6 +66,9 @@ pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
 /// its estimate printed; nothing is created or sent.
 fn run_estimate(a: &RunArgs) -> Result<i32, CliError> {
     estimate::check_flags(a)?;
+    // The counts need the game's text, not its pictures: the built-in sprites, so that an
+    // estimate looks for (or fetches) no texture set.
+    let textures = std::sync::Arc::new(crate::crafter::TextureSet::builtin());
     let runs = match matrix::model_list(a)? {
         Some(models) => {
             for e in &models {
@@ -73,18 +76,15 @@ fn run_estimate(a: &RunArgs) -> Result<i32, CliError> {
                 limits::check(&mut args)?;
                 resolve::check_price(&args)?;
             }
-            let mut textures = None;
             let mut runs = Vec::new();
             for e in &models {
                 let mut args = matrix::model_args(a, e);
                 limits::check(&mut args)?;
-                let rr = resolve::resolve_run(&args, textures.clone())?;
-                textures = Some(rr.textures.clone());
-                runs.push(rr);
+                runs.push(resolve::resolve_run(&args, Some(textures.clone()))?);
             }
             runs
         }
-        None => vec![resolve::resolve_run(a, None)?],
+        None => vec![resolve::resolve_run(a, Some(textures))?],
     };
     for (i, rr) in runs.iter().enumerate() {
         if i > 0 {

@@ -214,7 +214,7 @@ pub(super) fn resolve_run(
         Some(t) => t,
         None => Arc::new(load_textures(a.assets.as_deref())?),
     };
-    if balrog_layout && textures.kind() != "official" {
+    if balrog_layout && textures.kind() != "official" && !a.estimate {
         return Err(CliError::usage(format!(
             "--preset {} sends crafter's official textures, but only the built-in sprites were found: run `vlm-eval assets fetch`, or pass --assets DIR (or set CRAFTER_ASSETS)",
             r.preset.name

@@ -402,7 +402,11 @@ fn estimate_counts_requests_tokens_and_cost_and_sends_nothing() {
     assert_eq!(server.requests(), 0);
     assert!(listing(&cwd).is_empty(), "{:?}", listing(&cwd));
     // No texture set looked for or fetched: nothing on stderr.
-    assert!(support::stderr(&o).trim().is_empty(), "{}", support::stderr(&o));
+    assert!(
+        support::stderr(&o).trim().is_empty(),
+        "{}",
+        support::stderr(&o)
+    );
     let blocks: Vec<&str> = out.split("estimate for ").skip(1).collect();
     assert_eq!(blocks.len(), 3, "{out}");
     for b in &blocks {

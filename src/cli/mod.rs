@@ -21,6 +21,7 @@ mod frames;
 mod leaderboard;
 mod merge;
 mod presets;
+mod prices;
 mod replay;
 mod report;
 pub mod run;
@@ -82,6 +83,9 @@ pub enum Command {
     ServeEnv(serve_env::ServeArgs),
     /// List the protocol presets (`run --preset NAME`) and what each sets.
     Presets(presets::PresetsArgs),
+    /// List the price table (USD per 1M tokens: input, cached input, cache write, output),
+    /// each row with the date it was read and its source.
+    Prices(prices::PricesArgs),
     /// Play a run's recorded actions again and check every frame against its recorded sha256;
     /// write the frames to `--out DIR`, or back into the run folder with `--restore`.
     Replay(replay::ReplayArgs),
@@ -170,7 +174,7 @@ pub enum BaselineCommand {
 }
 
 /// Subcommand names; anything else first on the command line means `run`.
-pub const SUBCOMMANDS: [&str; 19] = [
+pub const SUBCOMMANDS: [&str; 20] = [
     "run",
     "env",
     "bench",
@@ -185,6 +189,7 @@ pub const SUBCOMMANDS: [&str; 19] = [
     "report",
     "serve-env",
     "presets",
+    "prices",
     "replay",
     "leaderboard",
     "view",
@@ -214,7 +219,11 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
     // before anything runs.
     if matches!(
         cli.command,
-        Command::Run(_) | Command::Compare(_) | Command::Presets(_) | Command::Leaderboard(_)
+        Command::Run(_)
+            | Command::Compare(_)
+            | Command::Presets(_)
+            | Command::Prices(_)
+            | Command::Leaderboard(_)
     ) {
         table::init(cli.wide)?;
     }
@@ -241,6 +250,7 @@ pub fn run(cli: Cli) -> Result<i32, CliError> {
         Command::Report(a) => report::cmd_report(a),
         Command::ServeEnv(a) => serve_env::cmd_serve_env(a),
         Command::Presets(a) => presets::cmd_presets(a),
+        Command::Prices(a) => prices::cmd_prices(a),
         Command::Replay(a) => replay::cmd_replay(a),
         Command::Leaderboard(a) => leaderboard::cmd_leaderboard(a),
         Command::View(a) => view::cmd_view(a),

@@ -52,7 +52,13 @@ pub const COMPARE_DROP: &[&str] = &[
     "episodes",
 ];
 /// The spend table: the first column and `cost` always stay.
-pub const SPEND_DROP: &[&str] = &["retries", "requests", "output tokens", "input tokens"];
+pub const SPEND_DROP: &[&str] = &[
+    "retries",
+    "requests",
+    "cached input",
+    "output tokens",
+    "input tokens",
+];
 /// `compare --paired`: the run, the delta, its interval and p always stay (`vs` is the first
 /// run, named in the title).
 pub const PAIRED_DROP: &[&str] = &[

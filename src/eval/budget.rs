@@ -3,7 +3,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::model::prices::Price;
 use crate::model::Usage;
+use crate::results::formats::UsageCounts;
 
 /// Shared spending limits of one run.
 #[derive(Debug, Default)]
@@ -29,15 +31,11 @@ impl Budget {
         self.max_cost_usd.is_some() || self.max_tokens.is_some()
     }
 
-    /// Count one reply's usage (unknown usage counts as nothing).
-    pub fn add(&self, usage: &Usage, prices: Option<(f64, f64)>) {
-        let (i, o) = (
-            usage.input_tokens.unwrap_or(0),
-            usage.output_tokens.unwrap_or(0),
-        );
-        self.spent_tokens.fetch_add(i + o, Ordering::Relaxed);
-        if let Some((pin, pout)) = prices {
-            let micro = (i as f64 * pin + o as f64 * pout).round() as u64; // USD/1M × tokens = µUSD
+    /// Count tokens and their cost (USD, when priced).
+    pub fn add(&self, tokens: u64, usd: Option<f64>) {
+        self.spent_tokens.fetch_add(tokens, Ordering::Relaxed);
+        if let Some(usd) = usd.filter(|c| c.is_finite() && *c > 0.0) {
+            let micro = (usd * 1e6).round() as u64;
             self.spent_micro_usd.fetch_add(micro, Ordering::Relaxed);
         }
     }
@@ -58,6 +56,23 @@ impl Budget {
     }
 }
 
+/// One answer's usage as the spend counts it, priced at `price` (None: unpriced).
+pub fn usage_counts(u: &Usage, price: Option<&Price>) -> UsageCounts {
+    // Cached and written shares capped at the prompt, as they are priced (the trajectory
+    // keeps what was reported).
+    let (_, cached, cache_write) = u.input_split();
+    UsageCounts {
+        input: u.input_tokens.unwrap_or(0),
+        cached,
+        cache_write,
+        reasoning: u.reasoning_tokens.unwrap_or(0),
+        output: u.billed_output(),
+        from_total: u.output_rule == Some(crate::model::usage::OutputRule::TotalMinusPrompt),
+        warned: u.warning.is_some(),
+        cost_usd: price.map(|p| p.cost(u)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,20 +80,24 @@ mod tests {
     #[test]
     fn limits_trip_once_reached() {
         let b = Budget::new(Some(0.001), None);
+        let price = Price::flat("m", 0.15, 0.15, 0.60);
         let u = Usage {
             input_tokens: Some(1000),
             output_tokens: Some(100),
+            ..Usage::default()
         };
-        b.add(&u, Some((0.15, 0.60))); // 150 + 60 µUSD
+        let c = usage_counts(&u, Some(&price));
+        assert_eq!((c.input, c.output), (1000, 100));
+        b.add(c.input + c.output, c.cost_usd); // 150 + 60 µUSD
         assert!(!b.exhausted());
         for _ in 0..4 {
-            b.add(&u, Some((0.15, 0.60)));
+            b.add(c.input + c.output, c.cost_usd);
         }
         assert!(b.exhausted(), "{:?}", b.spent());
         let t = Budget::new(None, Some(2000));
-        t.add(&u, None);
+        t.add(1100, None);
         assert!(!t.exhausted());
-        t.add(&u, None);
+        t.add(1100, None);
         assert!(t.exhausted());
         assert!(!Budget::new(None, None).is_limited());
     }

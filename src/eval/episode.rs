@@ -12,6 +12,7 @@ use crate::agent::dialog::{Dialog, PlayOptions};
 use crate::agent::observe::{encode_png, ObsFormat};
 use crate::agent::parse::Outcome;
 use crate::crafter::{Action, Env, EnvConfig, TextureSet, ACHIEVEMENT_NAMES};
+use crate::eval::budget::usage_counts;
 use crate::model::{ChatModel, ChatReply, Usage};
 use crate::results::formats::Spend;
 use crate::results::frames::{
@@ -40,8 +41,8 @@ pub struct EpisodeConfig {
     pub conversation: ConversationConfig,
     /// Textures.
     pub textures: Arc<TextureSet>,
-    /// USD per 1M input and output tokens.
-    pub prices: Option<(f64, f64)>,
+    /// The model's price (None: unknown, cost null).
+    pub prices: Option<crate::model::prices::Price>,
     /// Run-wide spending limits.
     pub budget: Arc<Budget>,
     /// Response cache, if enabled.
@@ -199,7 +200,8 @@ pub async fn run_episode(
     let (mut ret, mut turns) = (0.0f64, 0u32);
     let (mut invalid, mut unknown, mut truncated, mut retries) = (0u32, 0u32, 0u32, 0u32);
     let mut retry_wait_ms = 0.0f64;
-    let mut spent = Spend::default();
+    let mut spent = Spend::start(cfg.prices.is_some());
+    let mut reply_cost = Some(0.0f64);
     let (mut input_tokens, mut output_tokens) = (None, None);
     let mut latencies = Vec::new();
     let mut termination = Termination::TurnBudget;
@@ -258,7 +260,14 @@ pub async fn run_episode(
         retry_wait_ms += reply.retry_wait_ms;
         latencies.push(reply.latency_ms);
         input_tokens = add(input_tokens, reply.usage.input_tokens, turn == 0);
-        output_tokens = add(output_tokens, reply.usage.output_tokens, turn == 0);
+        let billed_output = reply
+            .usage
+            .billed_output_tokens
+            .or(reply.usage.output_tokens);
+        output_tokens = add(output_tokens, billed_output, turn == 0);
+        reply_cost = reply_cost
+            .zip(cfg.prices.as_ref())
+            .map(|(c, p)| c + p.cost(&reply.usage));
         let judged = dialog.judge(&reply);
         let parsed = &judged.parsed;
         unknown += parsed.unknown.len() as u32;
@@ -343,6 +352,10 @@ pub async fn run_episode(
         if let Some(b) = &prompted.balrog {
             line["balrog"] = json!(b);
         }
+        if let Some(w) = reply.usage.warning {
+            // Recorded as reported (reply.raw keeps the body); never billed negative.
+            line["usage_warning"] = json!(w.describe());
+        }
         writer.append(&line)?;
         dialog.record(prompted, &reply, &judged, &summary);
         if done {
@@ -350,9 +363,8 @@ pub async fn run_episode(
         }
     }
     let score = achievements.iter().filter(|&&c| c > 0).count() as u32;
-    let cost_usd = cfg.prices.and_then(|(pin, pout)| {
-        Some(input_tokens? as f64 * pin / 1e6 + output_tokens? as f64 * pout / 1e6)
-    });
+    // The replies' cost, when every reply reported its usage (as the token fields).
+    let cost_usd = reply_cost.filter(|_| input_tokens.is_some() && output_tokens.is_some());
     let result = EpisodeResult {
         seed,
         world_seed: env.world_seed(),
@@ -381,7 +393,7 @@ pub async fn run_episode(
         cost_usd,
         error,
         wall_s: started.elapsed().as_secs_f64(),
-        spent: Some(spent.priced(cfg.prices)),
+        spent: Some(spent),
         spent_before,
         frames: Some(log.summary(reset_frames)),
     };
@@ -399,21 +411,23 @@ fn spend_call(
     attempts: &[crate::model::Attempt],
     usage: Option<&Usage>,
 ) {
-    let (input, output) = (spent.input_tokens, spent.output_tokens);
+    let price = cfg.prices.as_ref();
+    let (tokens, cost) = (
+        spent.input_tokens + spent.output_tokens,
+        spent.cost_usd.unwrap_or(0.0),
+    );
     if attempts.is_empty() {
         if let Some(u) = usage {
-            spent.add_usage(u.input_tokens, u.output_tokens);
+            spent.add_usage(&usage_counts(u, price));
         }
     }
     for (i, a) in attempts.iter().enumerate() {
-        let usage = a.usage.as_ref().map(|u| (u.input_tokens, u.output_tokens));
-        spent.add_request(i > 0, usage, a.error.is_none());
+        let counts = a.usage.as_ref().map(|u| usage_counts(u, price));
+        spent.add_request(i > 0, counts.as_ref(), a.error.is_none());
     }
-    let added = Usage {
-        input_tokens: Some(spent.input_tokens - input),
-        output_tokens: Some(spent.output_tokens - output),
-    };
-    cfg.budget.add(&added, cfg.prices);
+    let added_tokens = spent.input_tokens + spent.output_tokens - tokens;
+    let added_cost = spent.cost_usd.map(|c| c - cost);
+    cfg.budget.add(added_tokens, added_cost);
 }
 
 /// What earlier tries of this seed spent, from the episode.json a rerun replaces.

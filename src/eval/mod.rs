@@ -4,6 +4,7 @@ pub mod bench;
 pub mod budget;
 pub mod cache;
 pub mod episode;
+pub mod estimate;
 pub mod frames;
 pub mod merge;
 mod merge_error;

@@ -116,6 +116,7 @@ mod tests {
                 usage: Some(Usage {
                     input_tokens: Some(10),
                     output_tokens: Some(2),
+                    ..Usage::default()
                 }),
                 ..Attempt::default()
             },

@@ -198,6 +198,7 @@ fn reply(device: &str, g: &Generation, accepted: Instant) -> ChatReply {
         usage: Usage {
             input_tokens: Some(g.prompt_tokens as u64),
             output_tokens: Some(g.tokens.len() as u64),
+            ..Usage::default()
         },
         latency_ms: accepted.elapsed().as_secs_f64() * 1e3,
         raw: json!({"local": {

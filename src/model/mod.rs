@@ -6,10 +6,14 @@ pub mod attempts;
 pub mod baseline;
 pub mod extra;
 pub mod http_bench;
+pub mod image_tokens;
 pub mod limit;
 pub mod local;
 pub mod mock;
 pub mod openai;
+pub mod prices;
+pub mod request_tokens;
+pub mod usage;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,6 +24,7 @@ use serde_json::Value;
 
 pub use attempts::{Attempt, CallFailure, Wait};
 pub use extra::WireExtra;
+pub use usage::{OutputRule, Usage, UsageWarning};
 /// Tool calls and Qwen3.5's XML tool-call reader live with the reply parser (`crates/parse`).
 pub use vlm_eval_parse::{toolxml, ToolCall};
 
@@ -130,15 +135,6 @@ pub struct ChatRequest {
     /// OpenAI's `prompt_cache_key`: routes requests that share it to the same prompt cache
     /// (one per episode; sent only when set).
     pub prompt_cache_key: Option<String>,
-}
-
-/// Token usage; `None` fields mean the server did not say.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub input_tokens: Option<u64>,
-    /// Completion tokens.
-    pub output_tokens: Option<u64>,
 }
 
 /// What the model said, with accounting.

@@ -215,7 +215,11 @@ fn cards(run: &RunData, s: &Summary) -> String {
         (Some(i), Some(o)) => format!("{} in / {} out", thousands(i), thousands(o)),
         _ => "not reported".into(),
     };
-    out += &card("tokens", "Tokens", &tokens, "prompt / completion");
+    let tokens_sub = format!(
+        "prompt / billed output · {} of all input sent cached",
+        crate::report::spend::cached_share(s.spent.cached_input_tokens, s.spent.input_tokens)
+    );
+    out += &card("tokens", "Tokens", &tokens, &tokens_sub);
     let cost = s
         .cost_usd
         .map(|c| format!("${c:.4}"))

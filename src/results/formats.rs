@@ -163,7 +163,7 @@ impl EpisodeResult {
             output_tokens: self.output_tokens.unwrap_or(0),
             cost_usd: self.cost_usd,
             retries: self.retries as u64,
-            replies_without_usage: 0,
+            ..Spend::default()
         })
     }
 }
@@ -174,9 +174,10 @@ pub struct Spend {
     /// HTTP requests sent, retries included (replies replayed from `--cache` send none).
     pub requests: u64,
     /// Prompt tokens billed: the usage of every request whose answer reported it (the reply
-    /// of an in-process model counts as one such answer).
+    /// of an in-process model counts as one such answer). Cached ones included.
     pub input_tokens: u64,
-    /// Completion tokens billed.
+    /// Output tokens billed: per answer `max(completion, total − prompt)` (reasoning and
+    /// thinking included); the completion tokens in records written before that rule.
     pub output_tokens: u64,
     /// USD for those tokens at the run's prices (null without a price).
     pub cost_usd: Option<f64>,
@@ -185,38 +186,77 @@ pub struct Spend {
     /// Successful answers that reported no usage (their tokens are missing above).
     #[serde(default)]
     pub replies_without_usage: u64,
+    /// Prompt tokens among `input_tokens` read from the provider's cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Prompt tokens among `input_tokens` written to the provider's cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Reasoning tokens among `output_tokens`, where reported.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+    /// Answers whose output was billed as `total − prompt` (above their completion tokens).
+    #[serde(default)]
+    pub output_from_total: u64,
+    /// Answers whose usage was negative, not numeric or inconsistent (see the trajectory).
+    #[serde(default)]
+    pub usage_warnings: u64,
+}
+
+/// The counts of one answer's usage that [`Spend`] sums (kept here so that `results` needs no
+/// model types): prompt, cached, cache-written, reasoning and billed output tokens, whether
+/// the output came from the total, whether the usage was faulty, and its cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct UsageCounts {
+    /// Prompt tokens.
+    pub input: u64,
+    /// Cached prompt tokens.
+    pub cached: u64,
+    /// Cache-written prompt tokens.
+    pub cache_write: u64,
+    /// Reasoning tokens.
+    pub reasoning: u64,
+    /// Billed output tokens.
+    pub output: u64,
+    /// The output was billed as `total − prompt`.
+    pub from_total: bool,
+    /// The usage was faulty.
+    pub warned: bool,
+    /// USD at the run's price (None without one).
+    pub cost_usd: Option<f64>,
 }
 
 impl Spend {
-    /// Count the usage one answer reported (input and output tokens), when it reported any.
-    pub fn add_usage(&mut self, input_tokens: Option<u64>, output_tokens: Option<u64>) {
-        self.input_tokens += input_tokens.unwrap_or(0);
-        self.output_tokens += output_tokens.unwrap_or(0);
+    /// An empty spend, its cost 0 when priced (`priced`) and null otherwise.
+    pub fn start(priced: bool) -> Spend {
+        Spend {
+            cost_usd: priced.then_some(0.0),
+            ..Spend::default()
+        }
+    }
+
+    /// Count the usage one answer reported.
+    pub fn add_usage(&mut self, u: &UsageCounts) {
+        self.input_tokens += u.input;
+        self.output_tokens += u.output;
+        self.cached_input_tokens += u.cached;
+        self.cache_write_tokens += u.cache_write;
+        self.reasoning_tokens += u.reasoning;
+        self.output_from_total += u64::from(u.from_total);
+        self.usage_warnings += u64::from(u.warned);
+        self.cost_usd = self.cost_usd.zip(u.cost_usd).map(|(a, b)| a + b);
     }
 
     /// Count one HTTP request: `retry` when it repeated an earlier one, the usage its answer
     /// reported (`None`: none reported), and whether it succeeded.
-    pub fn add_request(
-        &mut self,
-        retry: bool,
-        usage: Option<(Option<u64>, Option<u64>)>,
-        ok: bool,
-    ) {
+    pub fn add_request(&mut self, retry: bool, usage: Option<&UsageCounts>, ok: bool) {
         self.requests += 1;
         self.retries += u64::from(retry);
         match usage {
-            Some((i, o)) => self.add_usage(i, o),
+            Some(u) => self.add_usage(u),
             None if ok => self.replies_without_usage += 1,
             None => {}
         }
-    }
-
-    /// Price the tokens (USD per 1M input and output tokens).
-    pub fn priced(mut self, prices: Option<(f64, f64)>) -> Spend {
-        self.cost_usd = prices.map(|(pin, pout)| {
-            self.input_tokens as f64 * pin / 1e6 + self.output_tokens as f64 * pout / 1e6
-        });
-        self
     }
 
     /// The sum of several spends (cost null if any is null).
@@ -233,6 +273,11 @@ impl Spend {
             t.output_tokens += s.output_tokens;
             t.retries += s.retries;
             t.replies_without_usage += s.replies_without_usage;
+            t.cached_input_tokens += s.cached_input_tokens;
+            t.cache_write_tokens += s.cache_write_tokens;
+            t.reasoning_tokens += s.reasoning_tokens;
+            t.output_from_total += s.output_from_total;
+            t.usage_warnings += s.usage_warnings;
             t.cost_usd = t.cost_usd.zip(s.cost_usd).map(|(a, b)| a + b);
         }
         if !any {

@@ -254,7 +254,7 @@ pub fn summarize(model: &str, episodes: &[EpisodeResult]) -> Summary {
 }
 
 /// The CSV columns of `summary.csv` (one row per run).
-pub const SUMMARY_COLUMNS: [&str; 26] = [
+pub const SUMMARY_COLUMNS: [&str; 27] = [
     "model",
     "episodes",
     "completed",
@@ -281,6 +281,7 @@ pub const SUMMARY_COLUMNS: [&str; 26] = [
     "spent_output_tokens",
     "spent_cost_usd",
     "spent_retries",
+    "spent_cached_input_tokens",
 ];
 
 impl Summary {
@@ -318,6 +319,7 @@ impl Summary {
                 .map(|c| format!("{c:.6}"))
                 .unwrap_or_default(),
             self.spent.retries.to_string(),
+            self.spent.cached_input_tokens.to_string(),
         ]
     }
 }

@@ -108,7 +108,7 @@ fn episode(seed: i64, steps: u32, rng: &mut ChaCha8Rng, skill: f64) -> EpisodeRe
             output_tokens: 20 * steps as u64,
             cost_usd: Some(0.001 * steps as f64),
             retries: 0,
-            replies_without_usage: 0,
+            ..Spend::default()
         }),
         spent_before: None,
         frames: None,

@@ -28,6 +28,7 @@ mod cli;
 mod cli_docs;
 mod cli_score;
 mod compare_check;
+mod cost;
 mod docs_blocks;
 mod endpoint_options;
 mod endpoint_run;

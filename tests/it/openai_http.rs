@@ -315,7 +315,11 @@ async fn lenient_reply_shapes_parse() {
         r.usage,
         Usage {
             input_tokens: Some(10),
-            output_tokens: Some(5)
+            output_tokens: Some(5),
+            total_tokens: Some(15),
+            billed_output_tokens: Some(5),
+            output_rule: Some(vlm_eval::model::usage::OutputRule::Completion),
+            ..Usage::default()
         }
     );
     assert_eq!(r.retries, 0);
@@ -330,13 +334,7 @@ async fn lenient_reply_shapes_parse() {
     let r = m.chat(&req).await.unwrap();
     assert_eq!(r.text.as_deref(), Some("just text"));
     assert!(r.tool_calls.is_empty());
-    assert_eq!(
-        r.usage,
-        Usage {
-            input_tokens: None,
-            output_tokens: None
-        }
-    );
+    assert_eq!(r.usage, Usage::default());
 
     let r = m.chat(&req).await.unwrap();
     assert_eq!(r.text.as_deref(), Some("part one, part two"));

@@ -296,7 +296,7 @@ fn options(seeds: Vec<i64>, turns: u32, budget: Budget) -> RunOptions {
             obs_format: ObsFormat::State,
             conversation,
             textures: Arc::new(TextureSet::builtin()),
-            prices: Some((1.0, 2.0)),
+            prices: Some(vlm_eval::model::prices::Price::flat("m", 1.0, 1.0, 2.0)),
             budget: Arc::new(budget),
             cache: None,
             api_seed: false,

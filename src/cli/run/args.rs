@@ -89,12 +89,26 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// USD per 1M input tokens, 0 to 1000000 (default: a built-in table for common models).
+    /// USD per 1M input tokens, 0 to 1000000 (default: the price table, `vlm-eval prices`).
     #[arg(long)]
     pub price_in: Option<f64>,
+    /// USD per 1M cached input tokens, 0 to 1000000 (with --price-in and --price-out;
+    /// default: the --price-in rate).
+    #[arg(long)]
+    pub price_cached_in: Option<f64>,
     /// USD per 1M output tokens, 0 to 1000000.
     #[arg(long)]
     pub price_out: Option<f64>,
+    /// A price table (TOML, the format of `vlm-eval prices`'s table) whose rows override or
+    /// extend the built-in one.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// Print what the run would send and cost (requests, input tokens of text and images,
+    /// output tokens up to --max-tokens, a cost range), per model; send nothing, create
+    /// nothing.
+    #[arg(long)]
+    #[serde(skip)]
+    pub estimate: bool,
     /// Redo finished episodes.
     #[arg(long)]
     #[serde(default)]
@@ -272,6 +286,8 @@ pub struct ModelEntry {
     pub api_key_file: Option<PathBuf>,
     /// USD per 1M input tokens.
     pub price_in: Option<f64>,
+    /// USD per 1M cached input tokens.
+    pub price_cached_in: Option<f64>,
     /// USD per 1M output tokens, 0 to 1000000.
     pub price_out: Option<f64>,
     /// Extra HTTP headers, `Name: value`.
@@ -301,7 +317,7 @@ pub(super) fn check_entries(cli: &RunArgs, file: &RunArgs, path: &Path) -> Resul
                 "--{flag} {given} disagrees with {at}'s [[models]] entry {m:?} ({flag} = {entry}): drop the flag or the entry's key"
             ))
         };
-        let pairs: [(&str, Option<String>, Option<String>); 6] = [
+        let pairs: [(&str, Option<String>, Option<String>); 7] = [
             ("base-url", cli.base_url.clone(), e.base_url.clone()),
             (
                 "api-key-env",
@@ -323,6 +339,11 @@ pub(super) fn check_entries(cli: &RunArgs, file: &RunArgs, path: &Path) -> Resul
                 cli.price_out.map(|p| p.to_string()),
                 e.price_out.map(|p| p.to_string()),
             ),
+            (
+                "price-cached-in",
+                cli.price_cached_in.map(|p| p.to_string()),
+                e.price_cached_in.map(|p| p.to_string()),
+            ),
             ("run-name", cli.run_name.clone(), e.run_name.clone()),
         ];
         for (flag, given, entry) in pairs {
@@ -338,6 +359,11 @@ pub(super) fn check_entries(cli: &RunArgs, file: &RunArgs, path: &Path) -> Resul
                 format!("{:?}", cli.headers),
                 format!("{:?}", e.headers),
             ));
+        }
+        if e.price_cached_in.is_some() && e.price_in.is_none() {
+            return Err(CliError::usage(format!(
+                "{at}'s [[models]] entry {m:?} gives price-cached-in without price-in and price-out: give all three"
+            )));
         }
         if e.price_in.is_some() != e.price_out.is_some() {
             return Err(CliError::usage(format!(

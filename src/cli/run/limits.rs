@@ -35,7 +35,7 @@ pub const ACTIONS_PER_TURN: std::ops::RangeInclusive<usize> = 1..=64;
 /// Sampling temperatures (`--temperature`), as the OpenAI API takes them.
 pub const TEMPERATURES: std::ops::RangeInclusive<f32> = 0.0..=2.0;
 /// Prices (`--price-in`, `--price-out`, USD per 1M tokens) and the budget (`--max-cost`, USD).
-pub const MAX_PRICE: f64 = 1_000_000.0;
+pub const MAX_PRICE: f64 = crate::model::prices::MAX_PRICE;
 
 /// Trim every model name (`--model`, each name of `a,b,c`, each `[[models]]` entry) the one
 /// way, refuse an empty one, then check every bound. Runs right after `--config` is merged.
@@ -213,7 +213,11 @@ fn check_amounts(a: &RunArgs) -> Result<(), CliError> {
             ));
         }
     }
-    for (flag, v) in [("--price-in", a.price_in), ("--price-out", a.price_out)] {
+    for (flag, v) in [
+        ("--price-in", a.price_in),
+        ("--price-cached-in", a.price_cached_in),
+        ("--price-out", a.price_out),
+    ] {
         if let Some(p) = v {
             if !(p.is_finite() && (0.0..=MAX_PRICE).contains(&p)) {
                 return Err(out_of(
@@ -252,6 +256,7 @@ fn check_names(a: &RunArgs) -> Result<(), CliError> {
     blank_path("--prompts", a.prompts.as_deref())?;
     blank_path("--assets", a.assets.as_deref())?;
     blank_path("--api-key-file", a.api_key_file.as_deref())?;
+    blank_path("--prices", a.prices.as_deref())?;
     blank_path("--balrog-src", a.balrog_src.as_deref())?;
     if let Some(name) = &a.run_name {
         if name.trim() != name || name.is_empty() {

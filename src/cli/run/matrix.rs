@@ -88,7 +88,7 @@ fn matrix_csv_name(entries: &[ModelEntry], settings: &str) -> String {
 }
 
 /// The flags of one model of the matrix: the shared flags with the entry's own keys over them.
-fn model_args(base: &RunArgs, e: &ModelEntry) -> RunArgs {
+pub(super) fn model_args(base: &RunArgs, e: &ModelEntry) -> RunArgs {
     let mut a = base.clone();
     a.models = Vec::new();
     a.model = Some(e.model.clone());
@@ -100,6 +100,7 @@ fn model_args(base: &RunArgs, e: &ModelEntry) -> RunArgs {
         api_key_env,
         api_key_file,
         price_in,
+        price_cached_in,
         price_out,
         run_name
     );
@@ -118,7 +119,13 @@ pub(super) fn run_matrix(
     entries: Vec<ModelEntry>,
     view: Option<&str>,
 ) -> Result<i32, CliError> {
-    // Every model resolved first, so that bad input fails before anything plays.
+    // Every model's price checked, then every model resolved, so that bad input fails
+    // before anything plays (and before any texture warning).
+    for e in &entries {
+        let mut args = model_args(&a, e);
+        super::limits::check(&mut args)?;
+        super::resolve::check_price(&args)?;
+    }
     let mut textures = None;
     let mut resolved = Vec::new();
     let mut folders: Vec<(PathBuf, String)> = Vec::new();

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 mod args;
+mod estimate;
 mod limits;
 mod matrix;
 mod model;
@@ -30,6 +31,9 @@ pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
         .map(Shard::resolve_env)
         .transpose()
         .map_err(CliError::usage)?;
+    if a.estimate {
+        return run_estimate(&a);
+    }
     // `--view`: the server starts now (a port in use fails before anything plays); its URL
     // is printed once the run's folder is known: this run's live page, or one per model.
     let view = match a.view {
@@ -56,4 +60,37 @@ pub fn cmd_run(a: RunArgs) -> Result<i32, CliError> {
     let outcome = runtime()?.block_on(start::start_run(plan, &Default::default()))?;
     start::print_summary(&outcome.summary, &outcome.dir, a.quiet);
     Ok(start::exit_code(&outcome, a.allow_errors))
+}
+
+/// `run --estimate`: every model resolved (as a run would be: bad input is exit 2), then
+/// its estimate printed; nothing is created or sent.
+fn run_estimate(a: &RunArgs) -> Result<i32, CliError> {
+    estimate::check_flags(a)?;
+    // The counts need the game's text, not its pictures: the built-in sprites, so that an
+    // estimate looks for (or fetches) no texture set.
+    let textures = std::sync::Arc::new(crate::crafter::TextureSet::builtin());
+    let runs = match matrix::model_list(a)? {
+        Some(models) => {
+            for e in &models {
+                let mut args = matrix::model_args(a, e);
+                limits::check(&mut args)?;
+                resolve::check_price(&args)?;
+            }
+            let mut runs = Vec::new();
+            for e in &models {
+                let mut args = matrix::model_args(a, e);
+                limits::check(&mut args)?;
+                runs.push(resolve::resolve_run(&args, Some(textures.clone()))?);
+            }
+            runs
+        }
+        None => vec![resolve::resolve_run(a, Some(textures))?],
+    };
+    for (i, rr) in runs.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        estimate::print_estimate(rr);
+    }
+    Ok(0)
 }

@@ -1,4 +1,4 @@
-//! Choosing and configuring the model of a run: built-in prices, the OpenAI-compatible
+//! Choosing and configuring the model of a run: the OpenAI-compatible
 //! client's options, and the local model loader.
 
 use std::path::Path;
@@ -8,27 +8,6 @@ use std::time::Duration;
 use super::args::RunArgs;
 use crate::cli::error::CliError;
 use crate::model::openai::OpenAiConfig;
-
-/// Built-in prices (USD per 1M input, output tokens) for common models.
-pub fn builtin_price(model: &str) -> Option<(f64, f64)> {
-    let m = model.rsplit('/').next().unwrap_or(model);
-    let table: [(&str, f64, f64); 10] = [
-        ("gpt-4o-mini", 0.15, 0.60),
-        ("gpt-4o", 2.50, 10.00),
-        ("gpt-4.1-nano", 0.10, 0.40),
-        ("gpt-4.1-mini", 0.40, 1.60),
-        ("gpt-4.1", 2.00, 8.00),
-        ("gpt-5-nano", 0.05, 0.40),
-        ("gpt-5-mini", 0.25, 2.00),
-        ("gpt-5", 1.25, 10.00),
-        ("o4-mini", 1.10, 4.40),
-        ("o3", 2.00, 8.00),
-    ];
-    table
-        .iter()
-        .find(|(name, _, _)| m == *name || m.starts_with(&format!("{name}-20")))
-        .map(|&(_, i, o)| (i, o))
-}
 
 pub(crate) fn is_local(url: &str) -> bool {
     let rest = url.split("://").nth(1).unwrap_or(url);

@@ -30,7 +30,7 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         "image_history": conversation.image_history,
         "protocol": conversation.protocol,
         "max_actions_per_turn": conversation.max_actions,
-        "prices_usd_per_1m": rr.prices.map(|(i, o)| json!({"input": i, "output": o})),
+        "prices_usd_per_1m": rr.prices.as_ref().map(prices_key),
         "max_tokens_field": r.max_tokens_field,
         "tool_choice": r.tool_choice,
         "seed_param": a.seed_param,
@@ -69,6 +69,9 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         "textures": {"kind": rr.textures.kind(), "fingerprint": rr.textures.fingerprint()},
         "engine_parity": crate::crafter::ENGINE_PARITY,
     });
+    if let Some(p) = &rr.prices {
+        run_info["price"] = p.record();
+    }
     if let Some(shard) = a.shard {
         run_info["shard_from"] = shard.origin_record();
     }
@@ -81,6 +84,24 @@ pub(super) fn run_record(rr: &ResolvedRun) -> Result<Value, CliError> {
         }
     }
     Ok(run_info)
+}
+
+/// The prices a rerun must keep to resume: input and output, and the cached, cache-write and
+/// tier rates only where they differ from input (so a run priced by --price-in/--price-out
+/// records what it did before those existed).
+fn prices_key(p: &crate::model::prices::Price) -> Value {
+    let r = &p.rates;
+    let mut v = json!({"input": r.input, "output": r.output});
+    if r.cached_input != r.input {
+        v["cached_input"] = json!(r.cached_input);
+    }
+    if let Some(w) = r.cache_write {
+        v["cache_write"] = json!(w);
+    }
+    if let Some((n, t)) = &p.above {
+        v["above"] = json!({"prompt_tokens": n, "input": t.input, "cached_input": t.cached_input, "output": t.output});
+    }
+    v
 }
 
 /// The tools a run offers, as OpenAI `tools` JSON (recorded in run.json for the SFT export).

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::args::RunArgs;
-use super::model::{builtin_price, is_local};
+use super::model::is_local;
 use super::preset::{self, Resolved};
 use crate::agent::conversation::{ConversationConfig, HistoryLayout, Modality};
 use crate::agent::parse::Protocol;
@@ -15,6 +15,7 @@ use crate::agent::prompt::Prompts;
 use crate::cli::common::load_textures;
 use crate::cli::error::CliError;
 use crate::crafter::TextureSet;
+use crate::model::prices::{Price, PriceTable};
 use crate::results::frames::FramesMode;
 use crate::results::store::check_path_component;
 
@@ -76,7 +77,9 @@ pub(super) fn merge_config(mut a: RunArgs) -> Result<RunArgs, CliError> {
         max_actions_per_turn,
         prompts,
         price_in,
+        price_cached_in,
         price_out,
+        prices,
         assets,
         request_timeout,
         max_retries,
@@ -150,8 +153,8 @@ pub(super) struct ResolvedRun {
     pub out: PathBuf,
     /// Textures.
     pub textures: Arc<TextureSet>,
-    /// USD per 1M input and output tokens.
-    pub prices: Option<(f64, f64)>,
+    /// The model's price (None: unknown).
+    pub prices: Option<Price>,
     /// The `prompt_cache_key` of this run's episodes, before `-s<seed>` (`--prompt-cache-key`;
     /// `None`: not sent).
     pub prompt_cache_key: Option<String>,
@@ -216,26 +219,19 @@ pub(super) fn resolve_run(
             run_name
         ))
     })?;
+    // Prices before textures: a bad --prices file or a --max-cost without a price is the
+    // only line printed (a texture warning would come first).
+    let prices = resolve_price(a, &model_name, builtin)?;
     let textures = match textures {
         Some(t) => t,
         None => Arc::new(load_textures(a.assets.as_deref())?),
     };
-    if balrog_layout && textures.kind() != "official" {
+    if balrog_layout && textures.kind() != "official" && !a.estimate {
         return Err(CliError::usage(format!(
             "--preset {} sends crafter's official textures, but only the built-in sprites were found: run `vlm-eval assets fetch`, or pass --assets DIR (or set CRAFTER_ASSETS)",
             r.preset.name
         )));
     }
-    let prices = match (a.price_in, a.price_out) {
-        (Some(i), Some(o)) => Some((i, o)),
-        (None, None) if builtin => Some((0.0, 0.0)),
-        (None, None) => builtin_price(&model_name),
-        _ => {
-            return Err(CliError::usage(
-                "give both --price-in and --price-out, or neither",
-            ))
-        }
-    };
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     let prompt_cache_key = cache_key_prefix(
         a.prompt_cache_key.unwrap_or_default(),
@@ -292,6 +288,60 @@ fn cache_key_prefix(
             Some(format!("vlm-eval-{}", &hash[..16]))
         }
     }
+}
+
+/// The price table: the built-in one, with `--prices FILE`'s rows over it.
+pub(super) fn price_table(a: &RunArgs) -> Result<PriceTable, CliError> {
+    let table = PriceTable::builtin();
+    let Some(path) = &a.prices else {
+        return Ok(table);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("cannot read --prices {}: {e}", path.display())))?;
+    let extra = PriceTable::parse(&text).map_err(|e| {
+        CliError::usage(format!(
+            "--prices {}: {e} (the format of the built-in table: `vlm-eval prices --toml`)",
+            path.display()
+        ))
+    })?;
+    Ok(table.extended(extra))
+}
+
+/// The price checks of `resolve_run` alone (no textures loaded), so that a matrix refuses a
+/// model without a price before another model's textures print anything.
+pub(super) fn check_price(a: &RunArgs) -> Result<(), CliError> {
+    let Some(model) = a.model.as_deref() else {
+        return Ok(());
+    };
+    let builtin = matches!(model, "mock" | "scripted" | "random") || model.starts_with("local:");
+    resolve_price(a, model, builtin).map(|_| ())
+}
+
+/// The model's price: the flags (`--price-in`, `--price-cached-in`, `--price-out`), free for
+/// a model of our own, else the price table's row. A `--max-cost` without a price is refused.
+fn resolve_price(a: &RunArgs, model: &str, builtin: bool) -> Result<Option<Price>, CliError> {
+    let table = price_table(a)?;
+    let price = match (a.price_in, a.price_out) {
+        (Some(i), Some(o)) => Some(Price::flat(model, i, a.price_cached_in.unwrap_or(i), o)),
+        (None, None) if a.price_cached_in.is_some() => {
+            return Err(CliError::usage(
+                "--price-cached-in needs --price-in and --price-out beside it",
+            ))
+        }
+        (None, None) if builtin => Some(Price::free(model)),
+        (None, None) => table.find(model).cloned(),
+        _ => {
+            return Err(CliError::usage(
+                "give both --price-in and --price-out, or neither",
+            ))
+        }
+    };
+    if let (None, Some(c)) = (&price, a.max_cost) {
+        return Err(CliError::usage(format!(
+            "--max-cost {c} needs a price, but model {model:?} has none in the price table: give --price-in and --price-out (and --price-cached-in), or a --prices FILE with a row for it (`vlm-eval prices` lists the table)"
+        )));
+    }
+    Ok(price)
 }
 
 /// The seeds this run plays (its shard's slice) and every seed of the run: `--seed-list` as
@@ -376,7 +426,8 @@ fn endpoint(a: &RunArgs, builtin: bool) -> Result<Endpoint, CliError> {
             }
         }
     }
-    if !builtin && api_key.is_none() && !is_local(base_url.trim()) {
+    // An estimate sends nothing: it needs no key.
+    if !builtin && !a.estimate && api_key.is_none() && !is_local(base_url.trim()) {
         let source = match &a.api_key_file {
             Some(p) => format!("--api-key-file {} is empty", p.display()),
             None => format!("{key_env} is not set: export {key_env}=<your key> (or pick another variable with --api-key-env)"),

@@ -269,7 +269,11 @@ fn spend_line(s: &Summary) -> String {
         String::new()
     };
     format!(
-        "spent (all episodes, all requests): {} requests ({} retries), {} in / {} out tokens{missing}, {cost}",
-        p.requests, p.retries, p.input_tokens, p.output_tokens
+        "spent (all episodes, all requests): {} requests ({} retries), {} in ({} cached) / {} out tokens{missing}, {cost}",
+        p.requests,
+        p.retries,
+        p.input_tokens,
+        crate::report::spend::cached_share(p.cached_input_tokens, p.input_tokens),
+        p.output_tokens
     )
 }

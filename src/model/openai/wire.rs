@@ -355,21 +355,11 @@ fn parse_tool_call(call: &Value, index: usize) -> Option<ToolCall> {
 /// The usage a response body (success or error) reports, when it reports any count.
 pub(crate) fn response_usage(body: &Value) -> Option<Usage> {
     let usage = parse_usage(body.get("usage")?);
-    (usage.input_tokens.is_some() || usage.output_tokens.is_some()).then_some(usage)
+    usage.reported().then_some(usage)
 }
 
 fn parse_usage(usage: &Value) -> Usage {
-    let count = |keys: &[&str]| {
-        keys.iter().find_map(|k| {
-            let v = usage.get(*k)?;
-            v.as_u64()
-                .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f.round() as u64))
-        })
-    };
-    Usage {
-        input_tokens: count(&["prompt_tokens", "input_tokens"]),
-        output_tokens: count(&["completion_tokens", "output_tokens"]),
-    }
+    crate::model::usage::parse_usage(usage)
 }
 
 #[cfg(test)]

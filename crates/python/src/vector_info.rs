@@ -8,7 +8,7 @@ use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
-use vlm_eval_crafter::rules::{ACHIEVEMENT_NAMES, ITEM_NAMES, N_ACHIEVEMENTS, N_ITEMS};
+use vlm_eval_crafter::rules::{ACHIEVEMENT_NAMES, ITEM_NAMES};
 
 use crate::vector_slot::{Observed, State};
 

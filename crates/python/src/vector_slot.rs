@@ -8,7 +8,6 @@ use vlm_eval_crafter::world::PLAYER;
 use vlm_eval_crafter::Env as Engine;
 use vlm_eval_observe::ObsFormat;
 
-
 /// gymnasium 1.x's autoreset modes (`AutoresetMode`'s values name them in Python).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Autoreset {

@@ -513,6 +513,9 @@ class VectorEnv(_Base):
     }
     #: What SyncVectorEnv's sub-envs answer that this env answers on itself instead.
     _VECTOR_ONLY = ("reset", "step", "close")
+    #: What SyncVectorEnv's sub-envs answer that the native env cannot: its sub-envs are slots
+    #: of one native array, not envs that can be snapshotted or restored one by one.
+    _NOT_NATIVE = ("get_state", "set_state")
 
     def _known(self):
         return sorted(set(self._CALLS) | set(self._VALUES))
@@ -523,10 +526,18 @@ class VectorEnv(_Base):
         ``render()``, and the attributes (args ignored) ``observation_space``,
         ``action_space``, ``render_mode``, ``obs_text``, ``metadata``, ``spec``, ``unwrapped``
         (this env), ``has_reset``, ``np_random`` and ``np_random_seed`` (each sub-env's
-        generator, seeded as the single env's by ``reset(seed=)``). ``reset``, ``step`` and ``close`` are the vector
-        env's own methods; any other name is an AttributeError."""
+        generator, seeded as the single env's by ``reset(seed=)``). ``reset``, ``step`` and
+        ``close`` are the vector env's own methods. The single env's ``get_state`` and
+        ``set_state`` are an AttributeError that names the way to per-env states
+        (``vectorization_mode="sync"``); any other name is an AttributeError."""
         if name in self._VECTOR_ONLY:
             raise AttributeError(f"call({name!r}): the native vector env has no separate sub-envs; call envs.{name}() itself")
+        if name in self._NOT_NATIVE:
+            raise AttributeError(
+                f"call({name!r}): the native vector env cannot snapshot or restore its sub-envs one by one; "
+                "for per-env get_state/set_state use gymnasium.make_vec('vlmcrafter/Crafter-v1', num_envs=n, "
+                "vectorization_mode='sync') (or vlmcrafter.crafter.Env.get_state for one env)"
+            )
         with self._enter(f"call({name!r})"):
             if name in self._CALLS:
                 return tuple(self._CALLS[name](self, i, *args, **kwargs) for i in range(self.num_envs))

@@ -17,9 +17,14 @@ import time
 import pytest
 
 CHILD = textwrap.dedent(r"""
-    import sys, time
+    import signal, sys, time
     import numpy as np
     from vlmcrafter import crafter as vc
+
+    # Python installs its KeyboardInterrupt handler only where SIGINT is not ignored at start, and
+    # a suite run in the background (`cmd &` without job control, nohup) starts every process
+    # with SIGINT ignored: install it, as an interactive Python has it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     kind, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     env = vc.VectorEnv(n, size=size, seed=0, copy=False)

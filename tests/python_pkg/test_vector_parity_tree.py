@@ -14,6 +14,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.wrappers import vector as vwrappers
 
 import vlmcrafter  # noqa: F401  (registers the env id)
+from vlmcrafter.gym import CrafterState
 from support import SEEDS
 
 ENV_ID = "vlmcrafter/Crafter-v1"
@@ -131,18 +132,31 @@ def test_same_tree_after_gymnasium_vector_wrappers(mode):
 def test_get_attr_and_call_answer_the_sync_names():
     """Every public attribute or method the sync env's sub-envs answer (its wrapper plumbing
     aside), the native env answers with the same values; the vector env's own reset, step and
-    close are refused with a pointer to them; names sync refuses are refused."""
+    close are refused with a pointer to them; the single env's get_state/set_state, which the
+    native env's sub-envs (slots of one native array) cannot answer one by one, are refused with
+    a pointer to the sync env; names sync refuses are refused."""
     n, s = 2, SEEDS[2]
     ours = native(n, AutoresetMode.NEXT_STEP, render_mode="rgb_array", obs_text="state")
     ref = sync(n, AutoresetMode.NEXT_STEP, render_mode="rgb_array", obs_text="state")
     ours.reset(seed=s)
     ref.reset(seed=s)
+    # gymnasium's wrapper plumbing, and the bookkeeping of its env checker (PassiveEnvChecker)
     plumbing = {"env", "class_name", "wrapper_spec", "get_wrapper_attr", "has_wrapper_attr",
-                "set_wrapper_attr"}
+                "set_wrapper_attr", "checked_data_reuse", "checked_render", "checked_reset",
+                "checked_step", "close_called"}
     own = {"reset", "step", "close"}
-    names = {name for env in ref.envs for name in dir(env) if not name.startswith("_")}
-    names |= {name for name in dir(ref.envs[0].unwrapped) if not name.startswith("_")}
-    answered = sorted(names - plumbing - own)
+    states = {"get_state", "set_state"}
+
+    def layers(env):  # call/get_attr answer through every wrapper (get_wrapper_attr): TimeLimit
+        while True:   # (the ids' max_episode_steps), OrderEnforcing (has_reset), the checker
+            yield env
+            if not isinstance(env, gymnasium.Wrapper):
+                return
+            env = env.env
+
+    names = {name for env in ref.envs for layer in layers(env) for name in dir(layer) if not name.startswith("_")}
+    assert states <= names
+    answered = sorted(names - plumbing - own - states)
     assert {"observation_space", "action_space", "render_mode", "obs_text", "metadata", "spec",
             "np_random", "np_random_seed", "text", "render", "unwrapped", "has_reset"} <= set(answered)
     for name in answered:
@@ -161,6 +175,13 @@ def test_get_attr_and_call_answer_the_sync_names():
     for name in own:
         with pytest.raises(AttributeError, match=f"envs.{name}"):
             ours.call(name)
+    for name in states:
+        with pytest.raises(AttributeError, match="vectorization_mode='sync'"):
+            ours.call(name)
+        with pytest.raises(AttributeError, match="vectorization_mode='sync'"):
+            ours.get_attr(name)
+    # what the refusal points to does answer them: the sync env's per-env states
+    assert all(isinstance(state, CrafterState) for state in ref.call("get_state"))
     for name in ("episode", "seed", "semantic", "area", "nope"):
         with pytest.raises(AttributeError):
             ref.get_attr(name)

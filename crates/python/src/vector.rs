@@ -24,8 +24,7 @@ use crate::stats_line;
 use crate::textures;
 use crate::vector_info::{self, Layout};
 use crate::vector_run;
-use crate::vector_slot::State;
-use crate::vector_slot::{Autoreset, Extras, Finished, Slot};
+use crate::vector_slot::{Autoreset, Extras, Finished, Slot, State};
 
 /// The most worker threads a vector env may use.
 const MAX_THREADS: usize = 256;

@@ -97,12 +97,21 @@ fn say(bar: &ProgressBar, line: String) {
 }
 
 /// Config keys that may change between tries of one run: how many episodes play at once,
-/// which seeds (a rerun may add some), and where the folder is.
-const VOLATILE: [&str; 5] = ["concurrency", "force", "seeds", "run_name", "out"];
+/// which seeds (a rerun may add some), where the folder is, and whether requests carry a
+/// `prompt_cache_key` (a routing hint for the provider's cache that changes no reply).
+const VOLATILE: [&str; 6] = [
+    "concurrency",
+    "force",
+    "seeds",
+    "run_name",
+    "out",
+    "prompt_cache_key",
+];
 
 /// Settings that must match for a rerun to resume a run folder: run.json's `config` less
 /// [`VOLATILE`] (`frames` included: a run stores one kind of frame files; a run.json from
-/// before `frames` wrote every frame), and the prompt, tools and textures it recorded.
+/// before `frames` wrote every frame; one from before `history_layout` and `reasoning_effort`
+/// played the window layout and sent no effort), and the prompt, tools and textures it recorded.
 fn resume_key(info: &Value) -> std::collections::BTreeMap<String, Value> {
     let mut key: std::collections::BTreeMap<String, Value> = info
         .get("config")
@@ -115,6 +124,12 @@ fn resume_key(info: &Value) -> std::collections::BTreeMap<String, Value> {
         })
         .unwrap_or_default();
     key.entry("frames".into()).or_insert_with(|| json!("all"));
+    // A run.json from before these settings existed played the window layout, with no
+    // reasoning effort sent.
+    key.entry("history_layout".into())
+        .or_insert_with(|| json!("window"));
+    key.entry("reasoning_effort".into())
+        .or_insert_with(|| json!("default"));
     for k in ["prompt_sha256", "tools", "textures"] {
         if let Some(v) = info.get(k) {
             key.insert(k.into(), v.clone());
@@ -368,4 +383,31 @@ pub async fn run_shown(
         dir: store.root.clone(),
         interrupted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_added_later_read_as_their_old_behaviour_on_resume() {
+        let old = json!({"config": {"model": "m", "history": 3}});
+        let now = |layout: &str, effort: &str, key: bool| {
+            json!({"config": {"model": "m", "history": 3, "history_layout": layout,
+                "reasoning_effort": effort, "prompt_cache_key": key}})
+        };
+        // What every run played before these keys: no difference, whether or not the cache
+        // key (a routing hint) is sent now.
+        assert!(resume_differences(&old, &now("window", "default", false)).is_empty());
+        assert!(resume_differences(&old, &now("window", "default", true)).is_empty());
+        // A layout or effort that changes the replies is a difference, named.
+        assert_eq!(
+            resume_differences(&old, &now("append", "default", false)),
+            vec!["history_layout: \"window\" there, \"append\" now".to_string()]
+        );
+        assert_eq!(
+            resume_differences(&old, &now("window", "low", false)),
+            vec!["reasoning_effort: \"default\" there, \"low\" now".to_string()]
+        );
+    }
 }

@@ -395,7 +395,7 @@ async fn failed_turns_keep_their_history_and_spend_covers_everything() {
     assert_eq!(attempts[0]["wait"]["after"], "retry-after");
     assert_eq!(
         attempts[1]["usage"],
-        json!({"input_tokens": 30, "output_tokens": 7})
+        json!({"input_tokens": 30, "output_tokens": 7, "billed_output_tokens": 7, "output_rule": "completion"})
     );
     let s1 = e1.spent.clone().unwrap();
     assert_eq!(

@@ -262,6 +262,7 @@ fn options(
         force: true,
         progress: false,
         run_info: serde_json::json!({"config": {"bench": true}}),
+        stop_on_ctrl_c: false,
     }
 }
 

@@ -33,6 +33,10 @@ pub struct RunOptions {
     pub progress: bool,
     /// The `run.json` content (config; the runner adds times and counts).
     pub run_info: Value,
+    /// Stop at Ctrl-C (SIGINT), keeping finished episodes. This installs tokio's process-wide
+    /// SIGINT handler, which is never removed (SIGINT no longer ends the process after it): the
+    /// binary sets it, a library caller or a test process leaves it off.
+    pub stop_on_ctrl_c: bool,
 }
 
 /// What a run produced.
@@ -339,7 +343,14 @@ pub async fn run_shown(
     let mut tasks = Box::pin(tasks);
     let mut played = 0;
     let mut interrupted = false;
-    let ctrl_c = tokio::signal::ctrl_c();
+    let stop_on_ctrl_c = opts.stop_on_ctrl_c;
+    let ctrl_c = async move {
+        // A handler that could not be installed never fires (the run then ends as SIGINT's
+        // default action ends it), rather than reading as an interrupt at once.
+        if !stop_on_ctrl_c || tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
     tokio::pin!(ctrl_c);
     loop {
         tokio::select! {

@@ -309,6 +309,7 @@ fn options(seeds: Vec<i64>, turns: u32, budget: Budget) -> RunOptions {
         force: false,
         progress: false,
         run_info: json!({"config": {"test": "real_servers"}}),
+        stop_on_ctrl_c: false,
     }
 }
 

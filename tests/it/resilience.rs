@@ -121,6 +121,7 @@ fn run_options(seeds: std::ops::Range<i64>, turns: u32, concurrency: usize) -> R
         force: true,
         progress: false,
         run_info: json!({"config": {"test": "resilience"}}),
+        stop_on_ctrl_c: false,
     }
 }
 

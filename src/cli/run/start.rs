@@ -75,6 +75,7 @@ pub(super) fn plan_run(rr: ResolvedRun, run_info: Value) -> Result<RunPlan, CliE
         force: a.force,
         progress: !a.quiet,
         run_info,
+        stop_on_ctrl_c: true,
     };
     // A local checkpoint loads before the run folder is made, so a bad one leaves no folder.
     let local_model = match &rr.local_dir {

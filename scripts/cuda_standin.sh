@@ -104,8 +104,13 @@ build_standin() {
 build_suite() {
   local tree=$1 log=$2 json t
   t=$(now_ms)
-  json=$(cd "$tree" && cargo test --release --features cuda -p vlm-eval -p vlm-eval-local \
-    --test it --test "$CLI_TEST" --no-run --message-format=json 2>>"$log") \
+  # One target per command: `-p vlm-eval -p vlm-eval-local --test it` would also build the
+  # harness's own `it` (no CUDA code) with the feature.
+  json=$(cd "$tree" \
+    && cargo test --release --features cuda -p vlm-eval-local --test it --no-run \
+      --message-format=json 2>>"$log" \
+    && cargo test --release --features cuda -p vlm-eval --test "$CLI_TEST" --no-run \
+      --message-format=json 2>>"$log") \
     || { echo "build failed (log: $log)" >&2; return 5; }
   artifact() { # artifact PACKAGE TARGET KIND: the executable cargo built for it
     python3 -c '

@@ -331,12 +331,7 @@ impl AsyncVectorEnv {
     /// and return them: `(frames (B, H, W, 3), rewards, terminated, truncated, infos)` in
     /// completion order, or in env id order with `sort`. The arrays are new on every call.
     #[pyo3(signature = (count = None, sort = false))]
-    fn recv<'py>(
-        &self,
-        py: Python<'py>,
-        count: Option<usize>,
-        sort: bool,
-    ) -> PyResult<Batch<'py>> {
+    fn recv<'py>(&self, py: Python<'py>, count: Option<usize>, sort: bool) -> PyResult<Batch<'py>> {
         let mut ctl = self.control("recv()")?;
         let want = count.unwrap_or(self.batch_size);
         if ctl.count == 0 {

@@ -4,6 +4,8 @@
   .venv-pypkg/bin/python scripts/bench_python.py [--sizes 64 256] [--memory-steps 1000000]
   .venv-pypkg/bin/python scripts/bench_python.py --sizes 64 --make-vec-only --rounds 5 \
       --py-steps 1000 --steps 64000 [--interleave]                          # issue 42 item 6
+  OPENBLAS_NUM_THREADS=1 .venv-pypkg/bin/python scripts/bench_python.py --sizes 64 --async-only \
+      --vector-n 16 --rounds 5 --steps 32000 [--policy-hidden 32]           # issue 49 item 8b
 
 Every contender plays crafter's default env (area 64x64, view 9x9, length 10 000) from seed 0
 with random actions from `numpy.random.RandomState(0).randint(0, 17)`, resetting when an
@@ -21,6 +23,12 @@ do). Contenders, per frame size:
   - the Rust engine alone: `vlm-eval bench env --json` (one thread, no Python);
   - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, only
     those calls timed.
+With `--async-only`, a learner loop instead (issue 49's EnvPool API, `vlmcrafter.envpool`): a
+stand-in policy (each frame as float32 times a fixed `(H*W*3, --policy-hidden)` matrix, the argmax
+as the action: a cost per env row, in numpy, GIL released) on every batch, with the synchronous
+full-batch step (`batch_size = num_envs`) against async `send`/`recv` (`batch_size = num_envs /
+2`: the policy of one half runs while the other half steps), `--rounds` rounds of the two back to
+back, env-steps/s each and the ratio per round.
 Then, with `--memory-steps N`, N calls of `VectorEnv(--memory-n).step` with the process's RSS
 printed before and after (and at every tenth).
 
@@ -220,6 +228,10 @@ def main():
     p.add_argument("--memory-n", type=int, default=64)
     p.add_argument("--memory-only", action="store_true", help="run only the memory check")
     p.add_argument("--text-only", action="store_true", help="run only the text observation's cost")
+    p.add_argument("--async-only", action="store_true",
+                   help="only the learner loop: sync full-batch step vs async send/recv (issue 49)")
+    p.add_argument("--policy-hidden", type=int, default=32,
+                   help="--async-only: the stand-in policy's matrix width (0: no policy)")
     p.add_argument("--json", help="write the figures here too")
     args = p.parse_args()
 
@@ -235,6 +247,8 @@ def main():
         return 0
     if args.make_vec_only:
         return make_vec_only(args, results)
+    if args.async_only:
+        return async_only(args, results)
     for size in args.sizes:
         r = {}
         scale = min(1.0, (64 / size) ** 2)
@@ -436,6 +450,76 @@ def make_vec_only(args, results):
         + ", ".join(f"{r['next_step'] / r['recorder']:.2f}" for r in rs) + ")")
     print(f"\nload average: {results['load_start']:.1f} at the start, {results['load_end']:.1f} "
           "at the end")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+def learner_loop(n, batch, size, env_steps, weights):
+    """env-steps/s of an EnvPool loop over `envpool.make(num_envs=n, batch_size=batch)`: every
+    batch's frames go through the stand-in policy (`weights`; None: random actions), whose
+    actions are sent back for the batch's env ids. `batch == n` is the synchronous step."""
+    from vlmcrafter import envpool
+
+    pool = envpool.make("Crafter-v1", num_envs=n, batch_size=batch, seed=0, size=(size, size),
+                        textures=ASSETS)
+    rng = np.random.RandomState(0)
+
+    def policy(obs):
+        if weights is None:
+            return rng.randint(0, 17, size=len(obs))
+        return np.argmax(obs.reshape(len(obs), -1).astype(np.float32) @ weights, axis=1) % 17
+
+    calls = max(1, env_steps // batch)
+    t0 = time.perf_counter()
+    if batch == n:
+        obs, _ = pool.reset()
+        for _ in range(calls):
+            obs = pool.step(policy(obs))[0]
+    else:
+        pool.async_reset()
+        for _ in range(calls):
+            obs, _, _, _, info = pool.recv()
+            pool.send(policy(obs), info["env_id"])
+    rate = calls * batch / (time.perf_counter() - t0)
+    pool.close()
+    return rate
+
+
+def async_only(args, results):
+    """Issue 49 item 8b: the learner loop, sync full batch vs async half batches, per round."""
+    n, size = args.vector_n, args.sizes[0]
+    weights = None
+    if args.policy_hidden:
+        weights = np.random.RandomState(1).standard_normal((size * size * 3, args.policy_hidden))
+        weights = weights.astype(np.float32) / 1000
+        frames = np.zeros((n, size, size, 3), dtype=np.uint8)
+        t = time.perf_counter()
+        for _ in range(20):
+            np.argmax(frames.reshape(n, -1).astype(np.float32) @ weights, axis=1)
+        print(f"stand-in policy: {(time.perf_counter() - t) / 20 / n * 1e6:.1f} us per env row "
+              f"(({size}*{size}*3) x {args.policy_hidden} float32)", flush=True)
+    rounds = []
+    for k in range(args.rounds):
+        r = {"sync": learner_loop(n, n, size, args.steps, weights),
+             "async": learner_loop(n, n // 2, size, args.steps, weights), "load": os.getloadavg()[0]}
+        rounds.append(r)
+        print(f"[{size} px] round {k + 1}/{args.rounds}: sync step({n}) {r['sync']:,.0f} env-steps/s, "
+              f"async send/recv (batch {n // 2} of {n}) {r['async']:,.0f}, async/sync "
+              f"{r['async'] / r['sync']:.3f}, load {r['load']:.1f}", flush=True)
+    results["async"] = rounds
+    med = lambda f: float(np.median([f(r) for r in rounds]))  # noqa: E731
+    print(f"\n| learner loop, {n} envs, {size} px, policy width {args.policy_hidden}, "
+          f"{args.rounds} rounds | median | per round |")
+    print("|---|---|---|")
+    print(f"| sync `step` of all {n} (env-steps/s) | {med(lambda r: r['sync']):,.0f} | "
+          + ", ".join(f"{r['sync']:,.0f}" for r in rounds) + " |")
+    print(f"| async `recv`/`send`, batch_size {n // 2} (env-steps/s) | {med(lambda r: r['async']):,.0f} | "
+          + ", ".join(f"{r['async']:,.0f}" for r in rounds) + " |")
+    print(f"| async / sync | **{med(lambda r: r['async'] / r['sync']):.3f}** | "
+          + ", ".join(f"{r['async'] / r['sync']:.2f}" for r in rounds) + " |")
+    print(f"\nload average: {results['load_start']:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

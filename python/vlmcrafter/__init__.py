@@ -7,17 +7,20 @@ package registers the env id ``vlmcrafter/Crafter-v1`` (and crafter's ``CrafterR
 ``CrafterNoReward-v1`` under the same namespace): ``gymnasium.make`` gives the single env
 (:mod:`vlmcrafter.gym`), ``gymnasium.make_vec(id, num_envs=n)`` the native ``VectorEnv``
 (:mod:`vlmcrafter.vector`; ``vectorization_mode="sync"`` gives gymnasium's ``SyncVectorEnv``).
+``vlmcrafter.envpool.make("Crafter-v1", num_envs=n, batch_size=b)`` gives EnvPool's asynchronous
+``send``/``recv`` API (:mod:`vlmcrafter.envpool`).
 
 The wheel also installs the ``vlm-eval`` command (the native CLI).
 """
 
 from . import _native
 from . import crafter
+from . import envpool
 from . import vector
 
 __version__: str = _native.__version__
 
-__all__ = ["crafter", "vector", "__version__", "GYM_IDS"]
+__all__ = ["crafter", "envpool", "vector", "__version__", "GYM_IDS"]
 
 
 #: The gymnasium ids registered when gymnasium imports: ours, and crafter's own two ids (crafter

@@ -1,6 +1,7 @@
 from typing import Any, Dict
 
 from . import crafter as crafter
+from . import envpool as envpool
 from . import vector as vector
 
 __version__: str

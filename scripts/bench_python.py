@@ -21,6 +21,12 @@ do). Contenders, per frame size:
   - the Rust engine alone: `vlm-eval bench env --json` (one thread, no Python);
   - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, only
     those calls timed.
+With `--sb3` (run it in .venv-ppo, which has stable-baselines3), only the SB3 VecEnvs over
+crafter at each `--sb3-n`, in `--rounds` rounds, the order rotating every round:
+`vlmcrafter.sb3.CrafterVecEnv(n)` (the adapter over the native env), SB3's `DummyVecEnv` and
+`SubprocVecEnv` (only up to `--subproc-max` envs) over `gymnasium.make("vlmcrafter/Crafter-v1")`,
+and the native env itself through gymnasium (`make_vec(ID, n, SAME_STEP)`, `copy=True` as the
+adapter), each from seed 0 with the same random actions, `reset()` and autoresets included.
 Then, with `--memory-steps N`, N calls of `VectorEnv(--memory-n).step` with the process's RSS
 printed before and after (and at every tenth).
 
@@ -38,13 +44,18 @@ import time
 
 import numpy as np
 
-import crafter
 import gymnasium
 import vlmcrafter
 from vlmcrafter import crafter as vc
 
+try:
+    import crafter
+except ImportError:  # --sb3 runs in .venv-ppo (SB3, torch), which has no Python crafter
+    crafter = None
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-ASSETS = str(pathlib.Path(crafter.__file__).parent / "assets")
+ASSETS = (str(pathlib.Path(crafter.__file__).parent / "assets") if crafter is not None
+          else os.environ.get("CRAFTER_ASSETS"))
 
 
 def actions(n, seed=0):
@@ -220,13 +231,26 @@ def main():
     p.add_argument("--memory-n", type=int, default=64)
     p.add_argument("--memory-only", action="store_true", help="run only the memory check")
     p.add_argument("--text-only", action="store_true", help="run only the text observation's cost")
+    p.add_argument("--sb3", action="store_true",
+                   help="only the SB3 VecEnvs (the adapter, DummyVecEnv, SubprocVecEnv, the native env)")
+    p.add_argument("--sb3-n", type=int, nargs="+", default=[8, 64], help="--sb3: numbers of envs")
+    p.add_argument("--sb3-steps", type=int, default=40_000,
+                   help="--sb3: env-steps per contender and round")
+    p.add_argument("--subproc-max", type=int, default=8,
+                   help="--sb3: SubprocVecEnv only up to this many envs (one process each)")
     p.add_argument("--json", help="write the figures here too")
     args = p.parse_args()
 
-    print(f"vlmcrafter {vlmcrafter.__version__}, crafter {crafter.__version__ if hasattr(crafter, '__version__') else '1.8.3'}, "
+    print(f"vlmcrafter {vlmcrafter.__version__}, crafter {'absent' if crafter is None else getattr(crafter, '__version__', '1.8.3')}, "
           f"numpy {np.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
     results = {"sizes": {}, "load_start": os.getloadavg()[0]}
+    if args.sb3:
+        return sb3_only(args, results)
+    if crafter is None:
+        print("bench_python: Python crafter 1.8.3 is not installed (run it in .venv-pypkg); only "
+              "--sb3 runs without it", file=sys.stderr)
+        return 2
     if args.memory_only:
         m = memory_check(args.memory_n, args.memory_steps, args.sizes[0])
         print(f"memory: RSS {m['rss_before_mib']:.1f} MiB -> {m['rss_after_mib']:.1f} MiB over "
@@ -434,6 +458,102 @@ def make_vec_only(args, results):
     row("time with the recorder / without, per round (target ≤ 1.05)",
         lambda rs: "**" + f"{med(rs, lambda r: r['next_step'] / r['recorder']):.3f}** ("
         + ", ".join(f"{r['next_step'] / r['recorder']:.2f}" for r in rs) + ")")
+    print(f"\nload average: {results['load_start']:.1f} at the start, {results['load_end']:.1f} "
+          "at the end")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+def play_sb3(env, n, env_steps):
+    """env-steps/s of an SB3 VecEnv of `n` envs over `env_steps` env-steps from `seed(0)`
+    (`reset()` and the autoresets included; random actions as in `play_vector_env`); closes
+    it. Returns (rate, episode ends)."""
+    calls = max(1, env_steps // n)
+    acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
+    env.seed(0)
+    t0 = time.perf_counter()
+    env.reset()
+    ends = 0
+    for row in acts:
+        ends += int(env.step(row)[2].sum())
+    rate = calls * n / (time.perf_counter() - t0)
+    env.close()
+    return rate, ends
+
+
+def sb3_contenders(n, subproc_max):
+    """The SB3 contenders at `n` envs: name -> a function that makes the env (not timed)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    from vlmcrafter.sb3 import CrafterVecEnv
+
+    def single():
+        import vlmcrafter  # noqa: F401  (registers the id in SubprocVecEnv's workers too)
+
+        return gymnasium.make("vlmcrafter/Crafter-v1", textures=ASSETS)
+
+    out = {
+        "adapter": lambda: CrafterVecEnv(n, textures=ASSETS),
+        "native_same_step": lambda: gymnasium.make_vec(
+            "vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode="SAME_STEP", textures=ASSETS),
+        "dummy": lambda: DummyVecEnv([single] * n),
+    }
+    if n <= subproc_max:
+        out["subproc"] = lambda: SubprocVecEnv([single] * n)
+    return out
+
+
+def sb3_only(args, results):
+    """Issue 49's SB3 figures: per round and n, each contender's env-steps/s; the medians."""
+    import stable_baselines3
+
+    print(f"stable-baselines3 {stable_baselines3.__version__}, gymnasium {gymnasium.__version__}",
+          flush=True)
+    rounds = []
+    for k in range(args.rounds):
+        r = {}
+        for n in args.sb3_n:
+            makers = sb3_contenders(n, args.subproc_max)
+            order = list(makers)
+            order = order[k % len(order):] + order[:k % len(order)]
+            for name in order:
+                env = makers[name]()
+                if name == "native_same_step":
+                    rate, ends = play_vector_env(env, n, args.sb3_steps, lambda: env.reset(seed=0))
+                else:
+                    rate, ends = play_sb3(env, n, args.sb3_steps)
+                r[f"{name}_{n}"] = rate
+            print(f"round {k + 1}/{args.rounds}, {n} envs: " + ", ".join(
+                f"{name} {r[f'{name}_{n}']:,.0f}" for name in makers) + " env-steps/s "
+                f"(adapter/DummyVecEnv {r[f'adapter_{n}'] / r[f'dummy_{n}']:.2f}, "
+                f"adapter/native {r[f'adapter_{n}'] / r[f'native_same_step_{n}']:.2f}), "
+                f"load {os.getloadavg()[0]:.1f}", flush=True)
+        rounds.append(r)
+    results["sb3_rounds"] = rounds
+    results["load_end"] = os.getloadavg()[0]
+    names = {"adapter": "`vlmcrafter.sb3.CrafterVecEnv(n)`",
+             "dummy": "SB3 `DummyVecEnv` of `gymnasium.make(ID)`",
+             "subproc": "SB3 `SubprocVecEnv` of `gymnasium.make(ID)`",
+             "native_same_step": "native `make_vec(ID, n, SAME_STEP)` (gymnasium API, for reference)"}
+    print()
+    print(f"| env-steps/s, median of {args.rounds} rounds | "
+          + " | ".join(f"{n} envs" for n in args.sb3_n) + " |")
+    print("|---|" + "---|" * len(args.sb3_n))
+    for name, label in names.items():
+        cells = []
+        for n in args.sb3_n:
+            vals = [r[f"{name}_{n}"] for r in rounds if f"{name}_{n}" in r]
+            cells.append(f"{float(np.median(vals)):,.0f}" if vals else "not run")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    for other in ("dummy", "subproc"):
+        cells = []
+        for n in args.sb3_n:
+            ratios = [r[f"adapter_{n}"] / r[f"{other}_{n}"] for r in rounds if f"{other}_{n}" in r]
+            cells.append(f"**{float(np.median(ratios)):.1f}×** (" + ", ".join(f"{x:.1f}" for x in ratios)
+                         + ")" if ratios else "not run")
+        print(f"| adapter / {names[other].split(' of ')[0].replace('SB3 ', '')}, per round | "
+              + " | ".join(cells) + " |")
     print(f"\nload average: {results['load_start']:.1f} at the start, {results['load_end']:.1f} "
           "at the end")
     if args.json:

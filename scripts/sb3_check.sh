@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 venv=$root/.venv-ppo
 pins=$root/examples/requirements-ppo.txt
-steps=${STEPS:-2048}
+steps=${STEPS:-4096}
 
 t_all=$(date +%s)
 WHO=sb3_check

@@ -95,9 +95,10 @@ class CrafterVecEnv(_SB3VecEnv):
         **kwargs: the native env's arguments (:class:`vlmcrafter.vector.VectorEnv` and
             :func:`vlmcrafter.vector.make_vec_env`): ``area``, ``view``, ``size``, ``reward``,
             ``length``, ``max_episode_steps``, ``threads``, ``textures``, ``fetch``,
-            ``render_mode`` (``"rgb_array"``), ``obs_text`` (adds ``info["text"]``), ``copy``
-            and ``semantic`` (adds crafter's ``info["semantic"]``; off by default, it costs a
-            copy of the map per env and step). ``autoreset_mode`` is SAME_STEP, SB3's.
+            ``render_mode`` (``"rgb_array"``), ``obs_text`` (adds ``info["text"]``) and
+            ``semantic`` (adds crafter's ``info["semantic"]``; off by default, it costs a
+            copy of the map per env and step). ``autoreset_mode`` is SAME_STEP, SB3's, and
+            ``copy`` True: SB3's algorithms keep the previous step's observations.
 
     Observations are the native space's: uint8 ``(n, H, W, 3)`` (HWC; SB3's ``CnnPolicy``
     wraps the env in ``VecTransposeImage`` itself). ``infos[i]`` holds the single env's keys
@@ -115,6 +116,11 @@ class CrafterVecEnv(_SB3VecEnv):
             raise ValueError(
                 f"autoreset_mode={mode!r}: an SB3 VecEnv resets an ended env in the same step "
                 "(SAME_STEP), so CrafterVecEnv takes no other mode; leave autoreset_mode out")
+        if kwargs.get("copy", True) is not True:
+            raise ValueError(
+                f"copy={kwargs['copy']!r}: SB3's algorithms keep the previous step's observations "
+                "(PPO's _last_obs, replay buffers), so CrafterVecEnv always returns new arrays; "
+                "leave copy out")
         if seed is not None and not _is_int(seed):
             raise TypeError(f"seed={seed!r}: give an int >= 0 (env i plays seed + i) or None, as SB3's make_vec_env(seed=)")
         if _is_int(seed) and seed < 0:
@@ -142,6 +148,9 @@ class CrafterVecEnv(_SB3VecEnv):
             raise ValueError(
                 f"from_vector_env: the env's autoreset_mode is {native.autoreset_mode!r}; SB3 needs "
                 "SAME_STEP: make it with autoreset_mode='SAME_STEP'")
+        if not native.copy:
+            raise ValueError("from_vector_env: the env was made with copy=False; SB3's algorithms keep "
+                             "the previous step's observations: make it with copy=True (the default)")
         out = cls.__new__(cls)
         out._attach(native)
         return out

@@ -153,6 +153,10 @@ def test_errors(textures):
         env.step(np.array([0, 1]))
     with pytest.raises(ValueError, match="SAME_STEP"):
         CrafterVecEnv.from_vector_env(VectorEnv(2, textures=textures))
+    with pytest.raises(ValueError, match="copy"):
+        CrafterVecEnv(2, copy=False, textures=textures)
+    with pytest.raises(ValueError, match="copy=False"):
+        CrafterVecEnv.from_vector_env(VectorEnv(2, autoreset_mode="SAME_STEP", copy=False, textures=textures))
     with pytest.raises(TypeError, match="native VectorEnv"):
         CrafterVecEnv.from_vector_env(dummy(1, textures))
 

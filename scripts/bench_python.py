@@ -23,7 +23,8 @@ do). Contenders, per frame size:
     those calls timed.
 With `--sb3` (run it in .venv-ppo, which has stable-baselines3), only the SB3 VecEnvs over
 crafter at each `--sb3-n`, in `--rounds` rounds, the order rotating every round:
-`vlmcrafter.sb3.CrafterVecEnv(n)` (the adapter over the native env), SB3's `DummyVecEnv` and
+`vlmcrafter.sb3.CrafterVecEnv(n)` (the adapter over the native env; also with
+`crafter_info=False`), SB3's `DummyVecEnv` and
 `SubprocVecEnv` (only up to `--subproc-max` envs) over `gymnasium.make("vlmcrafter/Crafter-v1")`,
 and the native env itself through gymnasium (`make_vec(ID, n, SAME_STEP)`, `copy=True` as the
 adapter), each from seed 0 with the same random actions, `reset()` and autoresets included.
@@ -495,6 +496,7 @@ def sb3_contenders(n, subproc_max):
 
     out = {
         "adapter": lambda: CrafterVecEnv(n, textures=ASSETS),
+        "adapter_lean": lambda: CrafterVecEnv(n, textures=ASSETS, crafter_info=False),
         "native_same_step": lambda: gymnasium.make_vec(
             "vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode="SAME_STEP", textures=ASSETS),
         "dummy": lambda: DummyVecEnv([single] * n),
@@ -533,6 +535,7 @@ def sb3_only(args, results):
     results["sb3_rounds"] = rounds
     results["load_end"] = os.getloadavg()[0]
     names = {"adapter": "`vlmcrafter.sb3.CrafterVecEnv(n)`",
+             "adapter_lean": "`CrafterVecEnv(n, crafter_info=False)` (SB3's info keys only)",
              "dummy": "SB3 `DummyVecEnv` of `gymnasium.make(ID)`",
              "subproc": "SB3 `SubprocVecEnv` of `gymnasium.make(ID)`",
              "native_same_step": "native `make_vec(ID, n, SAME_STEP)` (gymnasium API, for reference)"}

@@ -54,32 +54,33 @@ _METADATA = {"render_modes": ["rgb_array"], "render_fps": 10}
 _METHODS = ("text", "render")
 
 
-def _split_infos(infos, index):
-    """The single env's ``info`` dict of each env in ``index`` (a list of ints), from the native
-    env's gymnasium ``infos`` (dict of arrays): the keys, order and types that
-    ``vlmcrafter.gym.CrafterEnv`` gives (``inventory`` and ``achievements`` dicts of ints,
+def _split_infos(infos, index=None):
+    """The single env's ``info`` dict of each env in ``index`` (a list of ints; None: every
+    env), from the native env's gymnasium ``infos`` (dict of arrays): the keys, order and types
+    that ``vlmcrafter.gym.CrafterEnv`` gives (``inventory`` and ``achievements`` dicts of ints,
     ``discount`` and ``reward`` floats, ``semantic`` and ``player_pos`` arrays, ``text``)."""
     inventory, achievements = infos["inventory"], infos["achievements"]
-    inv = np.stack([inventory[k] for k in ITEM_NAMES], axis=1)[index].tolist()
-    ach = np.stack([achievements[k] for k in ACHIEVEMENT_NAMES], axis=1)[index].tolist()
-    discount = infos["discount"][index].tolist()
-    reward = infos["reward"][index].tolist()
-    pos = infos["player_pos"]
-    semantic = infos.get("semantic")
-    text = infos.get("text")
+    inv = np.stack([inventory[k] for k in ITEM_NAMES], axis=1)
+    ach = np.stack([achievements[k] for k in ACHIEVEMENT_NAMES], axis=1)
+    discount, reward, pos = infos["discount"], infos["reward"], infos["player_pos"]
+    semantic, text = infos.get("semantic"), infos.get("text")
+    if index is not None:
+        inv, ach, discount, reward, pos = inv[index], ach[index], discount[index], reward[index], pos[index]
+        semantic = None if semantic is None else semantic[index]
+        text = None if text is None else text[index]
+    rows = zip(inv.tolist(), ach.tolist(), discount.tolist(), list(pos), reward.tolist())
+    if semantic is None and text is None:  # the default: one comprehension (the hot path)
+        return [{"inventory": dict(zip(ITEM_NAMES, i)), "achievements": dict(zip(ACHIEVEMENT_NAMES, a)),
+                 "discount": d, "player_pos": p, "reward": r} for i, a, d, p, r in rows]
     out = []
-    for j, i in enumerate(index):
-        info = {
-            "inventory": dict(zip(ITEM_NAMES, inv[j])),
-            "achievements": dict(zip(ACHIEVEMENT_NAMES, ach[j])),
-            "discount": discount[j],
-        }
+    for j, (i, a, d, p, r) in enumerate(rows):
+        info = {"inventory": dict(zip(ITEM_NAMES, i)), "achievements": dict(zip(ACHIEVEMENT_NAMES, a)), "discount": d}
         if semantic is not None:
-            info["semantic"] = semantic[i]
-        info["player_pos"] = pos[i]
-        info["reward"] = reward[j]
+            info["semantic"] = semantic[j]
+        info["player_pos"] = p
+        info["reward"] = r
         if text is not None:
-            info["text"] = text[i]
+            info["text"] = text[j]
         out.append(info)
     return out
 
@@ -92,6 +93,10 @@ class CrafterVecEnv(_SB3VecEnv):
         seed: None, or an int: env ``i`` plays crafter's episodes 1, 2, ... of seed ``seed + i``
             from the first ``reset()`` on (what SB3's ``make_vec_env(seed=)`` and
             ``vec_env.seed(seed)`` do). ``seed()`` reseeds at the next ``reset()``, as in SB3.
+        crafter_info: True (the default): each ``infos[i]`` (and ``reset_infos[i]``) holds the
+            single env's ``info`` keys, as ``DummyVecEnv`` gives them; False: only SB3's own
+            keys (``TimeLimit.truncated``, ``terminal_observation``), which is what SB3's
+            algorithms read and saves building ``n`` crafter dicts per step.
         **kwargs: the native env's arguments (:class:`vlmcrafter.vector.VectorEnv` and
             :func:`vlmcrafter.vector.make_vec_env`): ``area``, ``view``, ``size``, ``reward``,
             ``length``, ``max_episode_steps``, ``threads``, ``textures``, ``fetch``,
@@ -110,7 +115,7 @@ class CrafterVecEnv(_SB3VecEnv):
     env (``finished_episodes()``, ``text(i)``, ``episodes``).
     """
 
-    def __init__(self, num_envs=1, seed=None, **kwargs):
+    def __init__(self, num_envs=1, seed=None, *, crafter_info=True, **kwargs):
         mode = kwargs.pop("autoreset_mode", "SAME_STEP")
         if str(getattr(mode, "value", mode)).replace("_", "").lower() != "samestep":
             raise ValueError(
@@ -126,12 +131,12 @@ class CrafterVecEnv(_SB3VecEnv):
         if _is_int(seed) and seed < 0:
             raise ValueError(f"seed={int(seed)}: seeds are ints >= 0 (env i plays seed + i)")
         venv = make_vec_env(num_envs, autoreset_mode="SAME_STEP", seed=seed, **kwargs)
-        self._attach(venv)
+        self._attach(venv, crafter_info)
         if seed is not None:
             self.seed(int(seed))
 
     @classmethod
-    def from_vector_env(cls, vector_env):
+    def from_vector_env(cls, vector_env, *, crafter_info=True):
         """An SB3 VecEnv over an existing native :class:`vlmcrafter.vector.VectorEnv` made with
         ``autoreset_mode="SAME_STEP"`` (``gymnasium.make_vec("vlmcrafter/Crafter-v1",
         num_envs=n, autoreset_mode="SAME_STEP")`` too). The first ``reset()`` goes on with its
@@ -152,10 +157,18 @@ class CrafterVecEnv(_SB3VecEnv):
             raise ValueError("from_vector_env: the env was made with copy=False; SB3's algorithms keep "
                              "the previous step's observations: make it with copy=True (the default)")
         out = cls.__new__(cls)
-        out._attach(native)
+        out._attach(native, crafter_info)
         return out
 
-    def _attach(self, venv):
+    def _infos(self, infos, index=None):
+        if self.crafter_info:
+            return _split_infos(infos, index)
+        return [{} for _ in range(self.num_envs if index is None else len(index))]
+
+    def _attach(self, venv, crafter_info=True):
+        if not isinstance(crafter_info, bool):
+            raise TypeError(f"crafter_info={crafter_info!r}: must be True or False")
+        self.crafter_info = crafter_info
         self.vector_env = venv
         self._attrs = [{} for _ in range(venv.num_envs)]
         self._actions = None
@@ -170,7 +183,7 @@ class CrafterVecEnv(_SB3VecEnv):
         info is in ``reset_infos``."""
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
         obs, infos = self.vector_env.reset(seed=seeds)
-        self.reset_infos = _split_infos(infos, list(range(self.num_envs)))
+        self.reset_infos = self._infos(infos)
         # SB3: seeds and options are only used once (DummyVecEnv.reset).
         self._reset_seeds()
         self._reset_options()
@@ -188,12 +201,12 @@ class CrafterVecEnv(_SB3VecEnv):
         actions, self._actions = self._actions, None
         obs, rewards, terminated, truncated, infos = self.vector_env.step(actions)
         n = self.num_envs
-        out = _split_infos(infos, list(range(n)))
+        out = self._infos(infos)
         time_limit = (truncated & ~terminated).tolist()
         finals = {}
         if "final_obs" in infos:
             ended = np.flatnonzero(infos["_final_obs"]).tolist()
-            finals = dict(zip(ended, _split_infos(infos["final_info"], ended)))
+            finals = dict(zip(ended, self._infos(infos["final_info"], ended)))
         for i in range(n):
             info = finals.get(i)
             if info is None:

@@ -164,3 +164,26 @@ def test_sb3_wrappers_on_top_see_the_same(textures, wrapper):
         assert episodes > 0
     ref.close()
     ours.close()
+
+
+def test_crafter_info_false_keeps_only_sb3s_keys(textures):
+    """`crafter_info=False`: the same obs, rewards and dones, and in `infos` only SB3's own keys
+    (`TimeLimit.truncated`, and on done `terminal_observation`), equal to DummyVecEnv's."""
+    n, length = 4, 50
+    ref = dummy(n, textures, length=length)
+    ours = CrafterVecEnv(n, seed=2, length=length, textures=textures, crafter_info=False)
+    ref.seed(2)
+    assert_same(ref.reset(), ours.reset(), "reset obs")
+    assert ours.reset_infos == [{}] * n
+    rng = np.random.RandomState(6)
+    sb3_keys = ("TimeLimit.truncated", "terminal_observation")
+    ended = 0
+    for t in range(150):
+        actions = rng.randint(0, 17, size=n)
+        got_ref, got = ref.step(actions), ours.step(actions)
+        for name, a, b in zip(("obs", "rewards", "dones"), got_ref[:3], got[:3]):
+            assert_same(a, b, f"step {t}: {name}")
+        want = [{k: v for k, v in info.items() if k in sb3_keys} for info in got_ref[3]]
+        assert_same(want, got[3], f"step {t}: infos")
+        ended += int(got[2].sum())
+    assert ended > 0 and ours.reset_infos == [{}] * n

@@ -22,7 +22,8 @@ do). Contenders, per frame size:
   - the text observation: `Env.text("state")` / `Env.text("balrog")` after every step, only
     those calls timed.
 With `--sb3` (run it in .venv-ppo, which has stable-baselines3), only the SB3 VecEnvs over
-crafter at each `--sb3-n`, in `--rounds` rounds, the order rotating every round:
+crafter at each `--sb3-n`, in `--rounds` rounds, stepped in interleaved blocks so that all see
+the same load (`play_sb3_interleaved`):
 `vlmcrafter.sb3.CrafterVecEnv(n)` (the adapter over the native env; also with
 `crafter_info=False`), SB3's `DummyVecEnv` and
 `SubprocVecEnv` (only up to `--subproc-max` envs) over `gymnasium.make("vlmcrafter/Crafter-v1")`,
@@ -34,6 +35,7 @@ printed before and after (and at every tenth).
 Prints a markdown table (the one in docs/BENCHMARKS.md) and writes --json if given.
 """
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -467,21 +469,37 @@ def make_vec_only(args, results):
     return 0
 
 
-def play_sb3(env, n, env_steps):
-    """env-steps/s of an SB3 VecEnv of `n` envs over `env_steps` env-steps from `seed(0)`
-    (`reset()` and the autoresets included; random actions as in `play_vector_env`); closes
-    it. Returns (rate, episode ends)."""
+def play_sb3_interleaved(makers, n, env_steps, block=25):
+    """env-steps/s of each contender (`makers`: name -> a function making the env) over
+    `env_steps` env-steps from seed 0, interleaved: a block of `block` calls of each env in
+    turn, the env that goes first rotating every block, so that all see the same machine load
+    (this 2-core machine's load swings over seconds). Every env gets the same random actions;
+    each `reset()` and `step()` call is timed alone (autoresets included). SB3 VecEnvs are
+    seeded with `seed(0)`, the native gymnasium env with `reset(seed=0)`. Returns {name: rate}."""
     calls = max(1, env_steps // n)
     acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
-    env.seed(0)
-    t0 = time.perf_counter()
-    env.reset()
-    ends = 0
-    for row in acts:
-        ends += int(env.step(row)[2].sum())
-    rate = calls * n / (time.perf_counter() - t0)
-    env.close()
-    return rate, ends
+    envs = [(name, make()) for name, make in makers.items()]
+    spent = dict.fromkeys(makers, 0.0)
+    clock = time.perf_counter
+    for name, env in envs:
+        t = clock()
+        if name == "native_same_step":
+            env.reset(seed=0)
+        else:
+            env.seed(0)
+            env.reset()
+        spent[name] += clock() - t
+    for start in range(0, calls, block):
+        rows = acts[start:start + block]
+        first = (start // block) % len(envs)
+        for name, env in envs[first:] + envs[:first]:
+            for row in rows:
+                t = clock()
+                env.step(row)
+                spent[name] += clock() - t
+    for _, env in envs:
+        env.close()
+    return {name: calls * n / spent[name] for name in makers}
 
 
 def sb3_contenders(n, subproc_max):
@@ -517,14 +535,7 @@ def sb3_only(args, results):
         r = {}
         for n in args.sb3_n:
             makers = sb3_contenders(n, args.subproc_max)
-            order = list(makers)
-            order = order[k % len(order):] + order[:k % len(order)]
-            for name in order:
-                env = makers[name]()
-                if name == "native_same_step":
-                    rate, ends = play_vector_env(env, n, args.sb3_steps, lambda: env.reset(seed=0))
-                else:
-                    rate, ends = play_sb3(env, n, args.sb3_steps)
+            for name, rate in play_sb3_interleaved(makers, n, args.sb3_steps).items():
                 r[f"{name}_{n}"] = rate
             print(f"round {k + 1}/{args.rounds}, {n} envs: " + ", ".join(
                 f"{name} {r[f'{name}_{n}']:,.0f}" for name in makers) + " env-steps/s "
@@ -549,14 +560,14 @@ def sb3_only(args, results):
             vals = [r[f"{name}_{n}"] for r in rounds if f"{name}_{n}" in r]
             cells.append(f"{float(np.median(vals)):,.0f}" if vals else "not run")
         print(f"| {label} | " + " | ".join(cells) + " |")
-    for other in ("dummy", "subproc"):
+    for mine, other in itertools.product(("adapter", "adapter_lean"), ("dummy", "subproc")):
         cells = []
         for n in args.sb3_n:
-            ratios = [r[f"adapter_{n}"] / r[f"{other}_{n}"] for r in rounds if f"{other}_{n}" in r]
+            ratios = [r[f"{mine}_{n}"] / r[f"{other}_{n}"] for r in rounds if f"{other}_{n}" in r]
             cells.append(f"**{float(np.median(ratios)):.1f}×** (" + ", ".join(f"{x:.1f}" for x in ratios)
                          + ")" if ratios else "not run")
-        print(f"| adapter / {names[other].split(' of ')[0].replace('SB3 ', '')}, per round | "
-              + " | ".join(cells) + " |")
+        print(f"| {'adapter' if mine == 'adapter' else 'crafter_info=False'} / "
+              f"{names[other].split(' of ')[0].replace('SB3 ', '')}, per round | " + " | ".join(cells) + " |")
     print(f"\nload average: {results['load_start']:.1f} at the start, {results['load_end']:.1f} "
           "at the end")
     if args.json:

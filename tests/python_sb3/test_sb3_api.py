@@ -117,7 +117,9 @@ def test_seed_and_options_apply_at_the_next_reset_only(textures):
     seeds = ours.seed()
     assert seeds == [seeds[0] + i for i in range(n)]
     obs = ours.reset()
-    assert obs[0].tobytes() != obs[1].tobytes() and obs[1].tobytes() != obs[2].tobytes()
+    # Different worlds (the first frames may match: crafter makes grass around the spawn).
+    worlds = {ours.vector_env.semantic_map(i).tobytes() for i in range(n)}
+    assert len(worlds) == n
     # A plain reset goes on: the next episode of the same seeds, as the single env.
     ref.seed(seeds[0])
     assert ref.reset().tobytes() == obs.tobytes()

@@ -85,6 +85,11 @@ def _split_infos(infos, index=None):
     return out
 
 
+def _check_flag(crafter_info):
+    if not isinstance(crafter_info, bool):
+        raise TypeError(f"crafter_info={crafter_info!r}: must be True or False")
+
+
 class CrafterVecEnv(_SB3VecEnv):
     """``num_envs`` Crafter envs stepped natively, as a Stable-Baselines3 ``VecEnv``.
 
@@ -116,6 +121,7 @@ class CrafterVecEnv(_SB3VecEnv):
     """
 
     def __init__(self, num_envs=1, seed=None, *, crafter_info=True, **kwargs):
+        _check_flag(crafter_info)
         mode = kwargs.pop("autoreset_mode", "SAME_STEP")
         if str(getattr(mode, "value", mode)).replace("_", "").lower() != "samestep":
             raise ValueError(
@@ -141,6 +147,7 @@ class CrafterVecEnv(_SB3VecEnv):
         ``autoreset_mode="SAME_STEP"`` (``gymnasium.make_vec("vlmcrafter/Crafter-v1",
         num_envs=n, autoreset_mode="SAME_STEP")`` too). The first ``reset()`` goes on with its
         seeds; it is closed with the adapter."""
+        _check_flag(crafter_info)
         native = getattr(vector_env, "unwrapped", vector_env)
         if not isinstance(native, VectorEnv):
             raise TypeError(
@@ -166,8 +173,6 @@ class CrafterVecEnv(_SB3VecEnv):
         return [{} for _ in range(self.num_envs if index is None else len(index))]
 
     def _attach(self, venv, crafter_info=True):
-        if not isinstance(crafter_info, bool):
-            raise TypeError(f"crafter_info={crafter_info!r}: must be True or False")
         self.crafter_info = crafter_info
         self.vector_env = venv
         self._attrs = [{} for _ in range(venv.num_envs)]

@@ -157,6 +157,8 @@ def test_errors(textures):
         CrafterVecEnv.from_vector_env(VectorEnv(2, textures=textures))
     with pytest.raises(ValueError, match="copy"):
         CrafterVecEnv(2, copy=False, textures=textures)
+    with pytest.raises(TypeError, match="crafter_info"):
+        CrafterVecEnv(2, crafter_info="no", textures=textures)
     with pytest.raises(ValueError, match="copy=False"):
         CrafterVecEnv.from_vector_env(VectorEnv(2, autoreset_mode="SAME_STEP", copy=False, textures=textures))
     with pytest.raises(TypeError, match="native VectorEnv"):

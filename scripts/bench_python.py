@@ -29,12 +29,21 @@ as the action: a cost per env row, in numpy, GIL released) on every batch, with 
 full-batch step (`batch_size = num_envs`) against async `send`/`recv` (`batch_size = num_envs /
 2`: the policy of one half runs while the other half steps), `--rounds` rounds of the two back to
 back, env-steps/s each and the ratio per round.
+With `--sb3` (run it in .venv-ppo, which has stable-baselines3), only the SB3 VecEnvs over
+crafter at each `--sb3-n`, in `--rounds` rounds, stepped in interleaved blocks so that all see
+the same load (`play_sb3_interleaved`):
+`vlmcrafter.sb3.CrafterVecEnv(n)` (the adapter over the native env; also with
+`crafter_info=False`), SB3's `DummyVecEnv` and
+`SubprocVecEnv` (only up to `--subproc-max` envs) over `gymnasium.make("vlmcrafter/Crafter-v1")`,
+and the native env itself through gymnasium (`make_vec(ID, n, SAME_STEP)`, `copy=True` as the
+adapter), each from seed 0 with the same random actions, `reset()` and autoresets included.
 Then, with `--memory-steps N`, N calls of `VectorEnv(--memory-n).step` with the process's RSS
 printed before and after (and at every tenth).
 
 Prints a markdown table (the one in docs/BENCHMARKS.md) and writes --json if given.
 """
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -46,13 +55,18 @@ import time
 
 import numpy as np
 
-import crafter
 import gymnasium
 import vlmcrafter
 from vlmcrafter import crafter as vc
 
+try:
+    import crafter
+except ImportError:  # --sb3 runs in .venv-ppo (SB3, torch), which has no Python crafter
+    crafter = None
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-ASSETS = str(pathlib.Path(crafter.__file__).parent / "assets")
+ASSETS = (str(pathlib.Path(crafter.__file__).parent / "assets") if crafter is not None
+          else os.environ.get("CRAFTER_ASSETS"))
 
 
 def actions(n, seed=0):
@@ -232,13 +246,28 @@ def main():
                    help="only the learner loop: sync full-batch step vs async send/recv (issue 49)")
     p.add_argument("--policy-hidden", type=int, default=32,
                    help="--async-only: the stand-in policy's matrix width (0: no policy)")
+    p.add_argument("--sb3", action="store_true",
+                   help="only the SB3 VecEnvs (the adapter, DummyVecEnv, SubprocVecEnv, the native env)")
+    p.add_argument("--sb3-n", type=int, nargs="+", default=[8, 64], help="--sb3: numbers of envs")
+    p.add_argument("--sb3-steps", type=int, default=40_000,
+                   help="--sb3: env-steps per contender and round")
+    p.add_argument("--subproc-max", type=int, default=8,
+                   help="--sb3: SubprocVecEnv only up to this many envs (one process each)")
     p.add_argument("--json", help="write the figures here too")
     args = p.parse_args()
 
-    print(f"vlmcrafter {vlmcrafter.__version__}, crafter {crafter.__version__ if hasattr(crafter, '__version__') else '1.8.3'}, "
+    print(f"vlmcrafter {vlmcrafter.__version__}, crafter {'absent' if crafter is None else getattr(crafter, '__version__', '1.8.3')}, "
           f"numpy {np.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
     results = {"sizes": {}, "load_start": os.getloadavg()[0]}
+    if args.sb3:
+        return sb3_only(args, results)
+    if args.async_only:
+        return async_only(args, results)
+    if crafter is None:
+        print("bench_python: Python crafter 1.8.3 is not installed (run it in .venv-pypkg); only "
+              "--sb3 and --async-only run without it", file=sys.stderr)
+        return 2
     if args.memory_only:
         m = memory_check(args.memory_n, args.memory_steps, args.sizes[0])
         print(f"memory: RSS {m['rss_before_mib']:.1f} MiB -> {m['rss_after_mib']:.1f} MiB over "
@@ -247,8 +276,6 @@ def main():
         return 0
     if args.make_vec_only:
         return make_vec_only(args, results)
-    if args.async_only:
-        return async_only(args, results)
     for size in args.sizes:
         r = {}
         scale = min(1.0, (64 / size) ** 2)
@@ -520,6 +547,113 @@ def async_only(args, results):
     print(f"| async / sync | **{med(lambda r: r['async'] / r['sync']):.3f}** | "
           + ", ".join(f"{r['async'] / r['sync']:.2f}" for r in rounds) + " |")
     print(f"\nload average: {results['load_start']:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+def play_sb3_interleaved(makers, n, env_steps, block=25):
+    """env-steps/s of each contender (`makers`: name -> a function making the env) over
+    `env_steps` env-steps from seed 0, interleaved: a block of `block` calls of each env in
+    turn, the env that goes first rotating every block, so that all see the same machine load
+    (this 2-core machine's load swings over seconds). Every env gets the same random actions;
+    each `reset()` and `step()` call is timed alone (autoresets included). SB3 VecEnvs are
+    seeded with `seed(0)`, the native gymnasium env with `reset(seed=0)`. Returns {name: rate}."""
+    calls = max(1, env_steps // n)
+    acts = np.random.RandomState(0).randint(0, 17, size=(calls, n))
+    envs = [(name, make()) for name, make in makers.items()]
+    spent = dict.fromkeys(makers, 0.0)
+    clock = time.perf_counter
+    for name, env in envs:
+        t = clock()
+        if name == "native_same_step":
+            env.reset(seed=0)
+        else:
+            env.seed(0)
+            env.reset()
+        spent[name] += clock() - t
+    for start in range(0, calls, block):
+        rows = acts[start:start + block]
+        first = (start // block) % len(envs)
+        for name, env in envs[first:] + envs[:first]:
+            for row in rows:
+                t = clock()
+                env.step(row)
+                spent[name] += clock() - t
+    for _, env in envs:
+        env.close()
+    return {name: calls * n / spent[name] for name in makers}
+
+
+def sb3_contenders(n, subproc_max):
+    """The SB3 contenders at `n` envs: name -> a function that makes the env (not timed)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    from vlmcrafter.sb3 import CrafterVecEnv
+
+    def single():
+        import vlmcrafter  # noqa: F401  (registers the id in SubprocVecEnv's workers too)
+
+        return gymnasium.make("vlmcrafter/Crafter-v1", textures=ASSETS)
+
+    out = {
+        "adapter": lambda: CrafterVecEnv(n, textures=ASSETS),
+        "adapter_lean": lambda: CrafterVecEnv(n, textures=ASSETS, crafter_info=False),
+        "native_same_step": lambda: gymnasium.make_vec(
+            "vlmcrafter/Crafter-v1", num_envs=n, autoreset_mode="SAME_STEP", textures=ASSETS),
+        "dummy": lambda: DummyVecEnv([single] * n),
+    }
+    if n <= subproc_max:
+        out["subproc"] = lambda: SubprocVecEnv([single] * n)
+    return out
+
+
+def sb3_only(args, results):
+    """Issue 49's SB3 figures: per round and n, each contender's env-steps/s; the medians."""
+    import stable_baselines3
+
+    print(f"stable-baselines3 {stable_baselines3.__version__}, gymnasium {gymnasium.__version__}",
+          flush=True)
+    rounds = []
+    for k in range(args.rounds):
+        r = {}
+        for n in args.sb3_n:
+            makers = sb3_contenders(n, args.subproc_max)
+            for name, rate in play_sb3_interleaved(makers, n, args.sb3_steps).items():
+                r[f"{name}_{n}"] = rate
+            print(f"round {k + 1}/{args.rounds}, {n} envs: " + ", ".join(
+                f"{name} {r[f'{name}_{n}']:,.0f}" for name in makers) + " env-steps/s "
+                f"(adapter/DummyVecEnv {r[f'adapter_{n}'] / r[f'dummy_{n}']:.2f}, "
+                f"adapter/native {r[f'adapter_{n}'] / r[f'native_same_step_{n}']:.2f}), "
+                f"load {os.getloadavg()[0]:.1f}", flush=True)
+        rounds.append(r)
+    results["sb3_rounds"] = rounds
+    results["load_end"] = os.getloadavg()[0]
+    names = {"adapter": "`vlmcrafter.sb3.CrafterVecEnv(n)`",
+             "adapter_lean": "`CrafterVecEnv(n, crafter_info=False)` (SB3's info keys only)",
+             "dummy": "SB3 `DummyVecEnv` of `gymnasium.make(ID)`",
+             "subproc": "SB3 `SubprocVecEnv` of `gymnasium.make(ID)`",
+             "native_same_step": "native `make_vec(ID, n, SAME_STEP)` (gymnasium API, for reference)"}
+    print()
+    print(f"| env-steps/s, median of {args.rounds} rounds | "
+          + " | ".join(f"{n} envs" for n in args.sb3_n) + " |")
+    print("|---|" + "---|" * len(args.sb3_n))
+    for name, label in names.items():
+        cells = []
+        for n in args.sb3_n:
+            vals = [r[f"{name}_{n}"] for r in rounds if f"{name}_{n}" in r]
+            cells.append(f"{float(np.median(vals)):,.0f}" if vals else "not run")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    for mine, other in itertools.product(("adapter", "adapter_lean"), ("dummy", "subproc")):
+        cells = []
+        for n in args.sb3_n:
+            ratios = [r[f"{mine}_{n}"] / r[f"{other}_{n}"] for r in rounds if f"{other}_{n}" in r]
+            cells.append(f"**{float(np.median(ratios)):.1f}×** (" + ", ".join(f"{x:.1f}" for x in ratios)
+                         + ")" if ratios else "not run")
+        print(f"| {'adapter' if mine == 'adapter' else 'crafter_info=False'} / "
+              f"{names[other].split(' of ')[0].replace('SB3 ', '')}, per round | " + " | ".join(cells) + " |")
+    print(f"\nload average: {results['load_start']:.1f} at the start, {results['load_end']:.1f} "
+          "at the end")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

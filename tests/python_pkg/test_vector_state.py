@@ -23,7 +23,7 @@ from vlmcrafter.vector import VectorEnvState
 ENV_ID = "vlmcrafter/Crafter-v1"
 MODES = ["NEXT_STEP", "SAME_STEP", "DISABLED"]
 HOWS = ["deepcopy", "pickle", "set_state"]
-N, LENGTH = 3, 60
+N, LENGTH = 2, 100
 BEFORE, AFTER = LENGTH, 200  # copied on the step that truncates every surviving episode
 
 
@@ -47,8 +47,10 @@ def crafter_copy(ref):
     original = dup._balance_object
 
     def balance(chunk, objs, cls, *args, **kw):
-        order = {id(obj): i for i, obj in enumerate(dup._world._objects) if obj is not None}
-        return original(chunk, sorted(objs, key=lambda obj: order[id(obj)]), cls, *args, **kw)
+        if len(objs) > 1:  # (one or none is in order already: most calls, each step)
+            order = {id(obj): i for i, obj in enumerate(dup._world._objects) if obj is not None}
+            objs = sorted(objs, key=lambda obj: order[id(obj)])
+        return original(chunk, objs, cls, *args, **kw)
 
     dup._balance_object = balance
     return dup
@@ -123,8 +125,10 @@ def step_both(envs, crafters, actions, where):
         crafters.pending[i] = bool(done)
 
 
-@pytest.mark.parametrize("how", HOWS)
-@pytest.mark.parametrize("mode", MODES)
+# Python crafter makes a world in about 0.3 s: each mode once, deepcopy and pickle each twice
+# (set_state, and every mode with every way, against the uncopied twin below).
+@pytest.mark.parametrize("mode,how", [("NEXT_STEP", "deepcopy"), ("NEXT_STEP", "pickle"),
+                                      ("SAME_STEP", "deepcopy"), ("DISABLED", "pickle")])
 def test_copies_continue_like_crafters_deepcopy(mode, how):
     seed = SEEDS[0]
     kwargs = dict(length=LENGTH, autoreset_mode=mode, semantic=True, obs_text="state", threads=2)

@@ -207,13 +207,19 @@ def deepcopy_env(env, memo):
     return new
 
 
+#: The spaces, made anew from the arguments when unpickled (a batched Box holds four arrays of
+#: the frames' size); their generators (``sample()``) are kept.
+_SPACES = ("observation_space", "action_space", "single_observation_space", "single_action_space")
+
+
 def pickled_env(env):
-    """``env.__getstate__()``: the constructor's arguments, the Python attributes and the
-    native state's pickled form."""
+    """``env.__getstate__()``: the constructor's arguments, the Python attributes, the spaces'
+    generators and the native state's pickled form."""
     with env._enter("pickle"):
-        attrs = {k: v for k, v in env.__dict__.items() if k not in _NATIVE_ATTRS}
+        attrs = {k: v for k, v in env.__dict__.items() if k not in _NATIVE_ATTRS + _SPACES}
+        rngs = {k: getattr(env.__dict__[k], "_np_random", None) for k in _SPACES if k in env.__dict__}
         return {"n": env.num_envs, "seeds": list(env._seeds), "kwargs": dict(env._kwargs), "attrs": attrs,
-                "native": env._core.snapshot(None).encode()}
+                "space_rngs": rngs, "native": env._core.snapshot(None).encode()}
 
 
 def unpickle_env(env, state):
@@ -223,5 +229,8 @@ def unpickle_env(env, state):
         env._core.episodes = state["episodes"]
         return
     env.__dict__.update(state["attrs"])
+    for key, rng in state["space_rngs"].items():
+        if rng is not None:
+            getattr(env, key)._np_random = rng
     whole, envs = state["native"]
     env._core.restore(env._core.decode(whole, envs), None)

@@ -219,6 +219,8 @@ def test_copy_equals_an_uncopied_twin(mode, how):
     if how != "set_state per env":
         assert dup.finished_episodes() == env.unwrapped.finished_episodes()
         assert rng_states(dup) == rng_states(env)
+    if how in ("deepcopy", "pickle"):  # the spaces are the env's, not part of a state
+        assert dup.action_space.sample().tolist() == env.unwrapped.action_space.sample().tolist()
     before = dup.obs.copy()
     play(env, (actions[37:60] + 5) % 17, "the original going on")  # must not touch the copy
     assert dup.obs.tobytes() == before.tobytes()

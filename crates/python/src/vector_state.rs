@@ -157,7 +157,9 @@ impl VectorEnv {
             .collect();
         Ok(Snapshot {
             slots,
-            whole: index.is_none().then_some((inner.started, inner.interrupted)),
+            whole: index
+                .is_none()
+                .then_some((inner.started, inner.interrupted)),
         })
     }
 
@@ -251,7 +253,8 @@ impl VectorEnv {
         for (seed, episode, history, pending, finished) in envs {
             let mut cfg = inner.cfg.clone();
             cfg.seed = seed;
-            let mut slot = Slot::new(Engine::new(cfg, &inner.textures).map_err(convert::env_error)?);
+            let mut slot =
+                Slot::new(Engine::new(cfg, &inner.textures).map_err(convert::env_error)?);
             let mut frame = vec![0u8; inner.frame_len];
             if let Some((reset_episode, steps)) = history {
                 slot.engine.set_episode(reset_episode - 1);
@@ -307,7 +310,12 @@ fn pool(threads: usize) -> PyResult<Option<rayon::ThreadPool>> {
 
 impl VectorEnv {
     /// Frames `envs` of the frame buffer, copied (the caller holds the lock).
-    fn frame_bytes(&self, py: Python<'_>, inner: &Inner, envs: std::ops::Range<usize>) -> PyResult<Vec<u8>> {
+    fn frame_bytes(
+        &self,
+        py: Python<'_>,
+        inner: &Inner,
+        envs: std::ops::Range<usize>,
+    ) -> PyResult<Vec<u8>> {
         let obs = self.obs.bind(py);
         // SAFETY: the array is alive (we hold it) and only the call holding the lock writes it.
         let frames = unsafe { obs.as_slice() }

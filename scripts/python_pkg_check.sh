@@ -40,7 +40,9 @@ wheel=$(compgen -G "$wheels/vlmcrafter-*.whl" | head -n 1 || true)
 echo "wheel: $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
 
 part "install the wheel into the venv"
-"$venv/bin/pip" uninstall --quiet --disable-pip-version-check -y vlm-eval >/dev/null 2>&1 || true
+# The distribution is `vlmcrafter` (`vlm-eval` was its earlier name): without the uninstall, pip
+# keeps an installed wheel of the same version and the suite tests stale code.
+"$venv/bin/pip" uninstall --quiet --disable-pip-version-check -y vlmcrafter vlm-eval >/dev/null 2>&1 || true
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "$wheel"
 "$venv/bin/pip" check --disable-pip-version-check  # the wheel's own dependencies are met
 [[ -x "$venv/bin/vlm-eval" ]] || { echo "python_pkg_check: the wheel installed no $venv/bin/vlm-eval" >&2; exit 1; }

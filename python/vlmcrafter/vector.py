@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from . import _native
+from . import _native, _vector_state
 from ._args import _crafter_assets_hint, _engine_seed, _length, _pair, _textures_arg
 
 ACTION_NAMES = tuple(_native.ACTION_NAMES)
@@ -54,7 +54,9 @@ except ImportError:  # gymnasium is optional: the same env on a stand-in base
             return self
 
 
-__all__ = ["VectorEnv", "make_vec_env", "AUTORESET_MODES"]
+__all__ = ["VectorEnv", "VectorEnvState", "make_vec_env", "AUTORESET_MODES"]
+
+VectorEnvState = _vector_state.VectorEnvState
 
 #: The autoreset modes' values (gymnasium's ``AutoresetMode`` values).
 AUTORESET_MODES = ("NextStep", "SameStep", "Disabled")
@@ -245,8 +247,13 @@ class VectorEnv(_Base):
     while one runs raises RuntimeError naming the env; ``close()`` works from any thread (it
     stops a running call) and every later call raises "closed".
 
-    Pickling keeps the constructor arguments, every env's seed and episode count; an unpickled
-    vector env needs ``reset()``.
+    Copies continue every sub-env's episode exactly, as crafter's ``copy.deepcopy`` does for one
+    env: ``copy.deepcopy(envs)`` clones every sub-env natively (world, RNG, episode and step
+    counts, pending autoreset, frames, the seeds gymnasium's ``np_random`` draws), and ``pickle``
+    keeps the arguments, seeds, episode counts and each running episode's actions, replayed on
+    loading. ``get_state()`` / ``set_state(state)`` do the same in process for the whole env, and
+    ``get_state(index)`` / ``set_state(state, index)`` for one sub-env (planners; see
+    :class:`VectorEnvState`).
     """
 
     #: Names of ``infos["inventory"]``'s entries, in crafter's order.
@@ -479,6 +486,23 @@ class VectorEnv(_Base):
         with self._enter("semantic_map()"):
             return self._core.semantic(int(index))
 
+    def get_state(self, index=None):
+        """The state of the whole env (``index`` None) or of sub-env ``index`` (after the first
+        ``reset``): a :class:`VectorEnvState` for :meth:`set_state`. The state is not changed by
+        either env afterwards."""
+        with self._enter("get_state()"):
+            return _vector_state.get_state(self, index)
+
+    def set_state(self, state, index=None):
+        """Continue from ``state``: a whole env's (``get_state()``, index None) on an env made with
+        the same ``n``, ``area``, ``view``, ``size``, ``reward``, ``length``, textures and
+        ``autoreset_mode``, or one sub-env's (``get_state(i)``, of any env with those settings
+        but ``n``) into sub-env ``index``. The seeds come with the state; ``copy``, ``threads``,
+        ``obs_text`` and ``semantic`` may differ. Another configuration is a ValueError naming
+        the difference; any refusal leaves the env unchanged."""
+        with self._enter("set_state()"):
+            _vector_state.set_state(self, state, index)
+
     # -- gymnasium's call / get_attr / set_attr: the names SyncVectorEnv's sub-envs answer ----
 
     def _sub_rng(self, i):
@@ -513,12 +537,11 @@ class VectorEnv(_Base):
     }
     #: What SyncVectorEnv's sub-envs answer that this env answers on itself instead.
     _VECTOR_ONLY = ("reset", "step", "close")
-    #: What SyncVectorEnv's sub-envs answer that the native env cannot: its sub-envs are slots
-    #: of one native array, not envs that can be snapshotted or restored one by one.
-    _NOT_NATIVE = ("get_state", "set_state")
+    #: The sub-envs' states, one per sub-env (SyncVectorEnv's sub-envs answer them one by one).
+    _STATES = ("get_state", "set_state")
 
     def _known(self):
-        return sorted(set(self._CALLS) | set(self._VALUES))
+        return sorted(set(self._CALLS) | set(self._VALUES) | set(self._STATES))
 
     def call(self, name, *args, **kwargs):
         """Call ``name`` on every sub-env (a tuple of n results), answering the names gymnasium's
@@ -527,18 +550,15 @@ class VectorEnv(_Base):
         ``action_space``, ``render_mode``, ``obs_text``, ``metadata``, ``spec``, ``unwrapped``
         (this env), ``has_reset``, ``np_random`` and ``np_random_seed`` (each sub-env's
         generator, seeded as the single env's by ``reset(seed=)``). ``reset``, ``step`` and
-        ``close`` are the vector env's own methods. The single env's ``get_state`` and
-        ``set_state`` are an AttributeError that names the way to per-env states
-        (``vectorization_mode="sync"``); any other name is an AttributeError."""
+        ``close`` are the vector env's own methods. ``get_state`` gives each sub-env's
+        :class:`VectorEnvState` (``get_state(i)``), and ``call("set_state", state)`` sets one
+        sub-env's state on every sub-env (``set_state(state, i)`` for each ``i``), as
+        ``SyncVectorEnv`` calls each sub-env's; any other name is an AttributeError."""
         if name in self._VECTOR_ONLY:
             raise AttributeError(f"call({name!r}): the native vector env has no separate sub-envs; call envs.{name}() itself")
-        if name in self._NOT_NATIVE:
-            raise AttributeError(
-                f"call({name!r}): the native vector env cannot snapshot or restore its sub-envs one by one; "
-                "for per-env get_state/set_state use gymnasium.make_vec('vlmcrafter/Crafter-v1', num_envs=n, "
-                "vectorization_mode='sync') (or vlmcrafter.crafter.Env.get_state for one env)"
-            )
         with self._enter(f"call({name!r})"):
+            if name in self._STATES:
+                return _vector_state.call_states(self, name, args, kwargs)
             if name in self._CALLS:
                 return tuple(self._CALLS[name](self, i, *args, **kwargs) for i in range(self.num_envs))
             if name in self._VALUES:
@@ -567,12 +587,14 @@ class VectorEnv(_Base):
     def __len__(self):
         return self.num_envs
 
+    def __deepcopy__(self, memo):
+        return _vector_state.deepcopy_env(self, memo)
+
     def __getstate__(self):
-        return {"n": self.num_envs, "seeds": list(self._seeds), "kwargs": dict(self._kwargs), "episodes": self._core.episodes}
+        return _vector_state.pickled_env(self)
 
     def __setstate__(self, state):
-        self.__init__(state["n"], seed=state["seeds"], **state["kwargs"])
-        self._core.episodes = state["episodes"]
+        _vector_state.unpickle_env(self, state)
 
     def __repr__(self):
         k = self._kwargs

@@ -15,6 +15,7 @@ from gymnasium.wrappers import vector as vwrappers
 
 import vlmcrafter  # noqa: F401  (registers the env id)
 from vlmcrafter.gym import CrafterState
+from vlmcrafter.vector import VectorEnvState
 from support import SEEDS
 
 ENV_ID = "vlmcrafter/Crafter-v1"
@@ -132,9 +133,8 @@ def test_same_tree_after_gymnasium_vector_wrappers(mode):
 def test_get_attr_and_call_answer_the_sync_names():
     """Every public attribute or method the sync env's sub-envs answer (its wrapper plumbing
     aside), the native env answers with the same values; the vector env's own reset, step and
-    close are refused with a pointer to them; the single env's get_state/set_state, which the
-    native env's sub-envs (slots of one native array) cannot answer one by one, are refused with
-    a pointer to the sync env; names sync refuses are refused."""
+    close are refused with a pointer to them; get_state/set_state answer per sub-env, as the
+    sync env's sub-envs do; names sync refuses are refused."""
     n, s = 2, SEEDS[2]
     ours = native(n, AutoresetMode.NEXT_STEP, render_mode="rgb_array", obs_text="state")
     ref = sync(n, AutoresetMode.NEXT_STEP, render_mode="rgb_array", obs_text="state")
@@ -175,13 +175,17 @@ def test_get_attr_and_call_answer_the_sync_names():
     for name in own:
         with pytest.raises(AttributeError, match=f"envs.{name}"):
             ours.call(name)
-    for name in states:
-        with pytest.raises(AttributeError, match="vectorization_mode='sync'"):
-            ours.call(name)
-        with pytest.raises(AttributeError, match="vectorization_mode='sync'"):
-            ours.get_attr(name)
-    # what the refusal points to does answer them: the sync env's per-env states
+    # the states: a tuple of one state per sub-env from both (each env its own kind: the sync
+    # env's CrafterState, the native env's VectorEnvState of one sub-env); call("set_state",
+    # state) sets one on every sub-env in both (test_vector_state.py plays them on alike)
     assert all(isinstance(state, CrafterState) for state in ref.call("get_state"))
+    for got in (ours.call("get_state"), ours.get_attr("get_state")):
+        assert type(got) is tuple and len(got) == n
+        assert all(isinstance(s, VectorEnvState) and s.index == i for i, s in enumerate(got))
+    assert ours.call("set_state", got[1]) == ref.call("set_state", ref.call("get_state")[1]) == (None,) * n
+    for env in (ours, ref):
+        with pytest.raises(TypeError):  # set_state without its state
+            env.get_attr("set_state")
     for name in ("episode", "seed", "semantic", "area", "nope"):
         with pytest.raises(AttributeError):
             ref.get_attr(name)

@@ -55,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<single::Env>()?;
     m.add_class::<vector::VectorEnv>()?;
     m.add_class::<vector_async::AsyncVectorEnv>()?;
+    m.add_class::<vector::state::Snapshot>()?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(stats_line::stats_line, m)?)?;
     m.add_function(wrap_pyfunction!(textures::texture_source, m)?)?;

@@ -26,6 +26,11 @@ use crate::vector_info::{self, Layout};
 use crate::vector_run;
 use crate::vector_slot::{Autoreset, Extras, Finished, Slot, State};
 
+// Copies and states (get_state/set_state, deepcopy, pickle): a child module, for the private
+// fields.
+#[path = "vector_state.rs"]
+pub(crate) mod state;
+
 /// The most worker threads a vector env may use.
 const MAX_THREADS: usize = 256;
 

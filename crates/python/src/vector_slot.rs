@@ -85,7 +85,7 @@ impl State {
 
 /// What the infos report of one env beyond `State`: its text and semantic map (empty when
 /// the env computes none).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Observed {
     pub text: String,
     pub semantic: Vec<u8>,
@@ -103,6 +103,7 @@ impl Observed {
 }
 
 /// An ended episode's last frame and state (same-step autoreset).
+#[derive(Clone)]
 pub struct Final {
     pub frame: Vec<u8>,
     pub state: State,
@@ -119,7 +120,8 @@ pub struct Finished {
     pub achievements: [i32; N_ACHIEVEMENTS],
 }
 
-/// One sub-env and what its last step gave.
+/// One sub-env and what its last step gave (cloned whole by the env's copies and states).
+#[derive(Clone)]
 pub struct Slot {
     pub engine: Engine,
     /// The episode ended on the last step: the next step resets it (next-step autoreset), or
@@ -143,6 +145,10 @@ pub struct Slot {
     /// masked reset leaves out keeps it, but `VectorEnv::last_finished`, cleared by every
     /// reset, is what is read, and every step advances every slot.
     pub finished: Option<Finished>,
+    /// The running episode's number (the engine's count at its reset) and its steps' action
+    /// ids, single.rs's history encoding: replayed after the same reset, they rebuild this slot
+    /// exactly (the pickled form, vector_state.rs). None before the slot's first reset.
+    pub history: Option<(i64, Vec<u8>)>,
 }
 
 impl Slot {
@@ -160,6 +166,7 @@ impl Slot {
             ep_length: 0,
             ep_reward: 0.0,
             finished: None,
+            history: None,
         }
     }
 
@@ -171,6 +178,7 @@ impl Slot {
         self.finished = None;
         if self.pending_reset {
             self.engine.reset_into(out);
+            self.restart_history();
             self.pending_reset = false;
             self.ep_length = 0;
             self.ep_reward = 0.0;
@@ -182,6 +190,9 @@ impl Slot {
             return;
         }
         let step = self.engine.step_into(action, out);
+        if let Some((_, steps)) = &mut self.history {
+            steps.push(action as u8);
+        }
         self.info_reward = step.reward;
         self.reward = if extras.reward { step.reward } else { 0.0 };
         self.terminated = step.dead;
@@ -212,10 +223,23 @@ impl Slot {
         last.state = state;
         last.observed.fill(&self.engine, extras);
         self.engine.reset_into(out);
+        self.restart_history();
         self.observed.fill(&self.engine, extras);
         self.info_reward = 0.0;
         self.ep_length = 0;
         self.ep_reward = 0.0;
         self.ended = true;
+    }
+
+    /// A reset just started a new episode: its history starts empty (the buffer reused).
+    fn restart_history(&mut self) {
+        let episode = self.engine.episode();
+        match &mut self.history {
+            Some((e, steps)) => {
+                *e = episode;
+                steps.clear();
+            }
+            None => self.history = Some((episode, Vec::new())),
+        }
     }
 }

@@ -3,6 +3,7 @@
 env passed to gymnasium's vector wrappers and used as a gymnasium VectorEnv. Never run by
 pytest (its name does not start with test_)."""
 
+import copy
 from typing import Any
 
 import gymnasium
@@ -14,6 +15,7 @@ from gymnasium.wrappers.vector import DictInfoToList, RecordEpisodeStatistics
 import vlmcrafter
 from vlmcrafter.crafter import VectorEnv as CrafterVectorEnv
 from vlmcrafter.recorder import VectorRecorder
+from vlmcrafter.vector import VectorEnvState
 
 
 def rollout(envs: VectorEnv[Any, Any, Any], steps: int) -> float:
@@ -36,6 +38,13 @@ def main() -> None:
     print(rollout(VectorRecorder(native, "/tmp/vlmcrafter-typing"), 10))
     made = gymnasium.make_vec("vlmcrafter/Crafter-v1", num_envs=2)
     print(rollout(RecordEpisodeStatistics(made), 10), vlmcrafter.__version__)
+    # A planner's branching: the whole env's state and one sub-env's.
+    whole: VectorEnvState = native.get_state()
+    one: VectorEnvState = native.get_state(0)
+    native.set_state(whole)
+    native.set_state(one, 3)
+    twin: CrafterVectorEnv = copy.deepcopy(native)
+    print(whole.episodes, one.step_counts, one.index, twin.num_envs)
     native.close()
 
 

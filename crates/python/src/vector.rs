@@ -167,12 +167,7 @@ impl VectorEnv {
         };
         let cfg = convert::config(area, view, size, length, 0)?;
         let set = textures::load(textures, hint, fetch)?;
-        let mut slots = Vec::with_capacity(n);
-        for seed in seeds {
-            let mut c = cfg.clone();
-            c.seed = seed;
-            slots.push(Slot::new(Engine::new(c, &set).map_err(convert::env_error)?));
-        }
+        let slots = Slot::for_seeds(&cfg, &set, seeds)?;
         let [w, h] = cfg.size;
         let obs = PyArray4::<u8>::zeros(py, [n, h, w, 3], false).unbind();
         let pool = if threads > 1 {

@@ -27,7 +27,6 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use vlm_eval_crafter::rules::Action;
-use vlm_eval_crafter::Env as Engine;
 
 use crate::convert;
 use crate::textures;
@@ -189,15 +188,15 @@ impl AsyncVectorEnv {
         let cfg = convert::config(area, view, size, length, 0)?;
         let set = textures::load(textures, hint, fetch)?;
         let [w, h] = cfg.size;
-        let mut cells = Vec::with_capacity(n);
-        for seed in seeds {
-            let mut c = cfg.clone();
-            c.seed = seed;
-            cells.push(Mutex::new(Cell {
-                slot: Slot::new(Engine::new(c, &set).map_err(convert::env_error)?),
-                frame: vec![0; w * h * 3],
-            }));
-        }
+        let cells = Slot::for_seeds(&cfg, &set, seeds)?
+            .into_iter()
+            .map(|slot| {
+                Mutex::new(Cell {
+                    slot,
+                    frame: vec![0; w * h * 3],
+                })
+            })
+            .collect();
         let shared = Arc::new(Shared {
             cells,
             queues: Mutex::new(Queues::default()),

@@ -5,8 +5,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::PyResult;
 use vlm_eval_crafter::rules::{Action, N_ACHIEVEMENTS, N_ITEMS};
 use vlm_eval_crafter::world::PLAYER;
-use vlm_eval_crafter::Env as Engine;
+use vlm_eval_crafter::{Env as Engine, EnvConfig, TextureSet};
 use vlm_eval_observe::ObsFormat;
+
+use crate::convert;
 
 /// gymnasium 1.x's autoreset modes (`AutoresetMode`'s values name them in Python).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -152,6 +154,21 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// One slot per seed, each a fresh engine of `cfg` with that seed (the vector env's and the
+    /// async pool's sub-envs).
+    pub fn for_seeds(cfg: &EnvConfig, set: &TextureSet, seeds: Vec<i64>) -> PyResult<Vec<Slot>> {
+        seeds
+            .into_iter()
+            .map(|seed| {
+                let mut c = cfg.clone();
+                c.seed = seed;
+                Engine::new(c, set)
+                    .map(Slot::new)
+                    .map_err(convert::env_error)
+            })
+            .collect()
+    }
+
     pub fn new(engine: Engine) -> Slot {
         Slot {
             engine,

@@ -12,6 +12,11 @@ import os
 
 import numpy as np
 
+def _is_int(value):
+    """An integer as gymnasium and numpy take one: Python or numpy ints, never a bool."""
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 _HINT = []
 
 

@@ -21,12 +21,11 @@ same seed and actions, whatever the order the envs finish in; an env whose episo
 reset by its next step, whose action is ignored (EnvPool's autoreset, gymnasium's NEXT_STEP).
 """
 
-import numbers
 
 import numpy as np
 
 from . import _native
-from ._args import _crafter_assets_hint, _engine_seed, _length, _pair, _textures_arg
+from ._args import _crafter_assets_hint, _engine_seed, _is_int, _length, _pair, _textures_arg
 
 __all__ = ["make", "make_gym", "make_gymnasium", "EnvPool", "TASK_IDS"]
 
@@ -36,10 +35,6 @@ TASK_IDS = {"Crafter-v1": True, "CrafterReward-v1": True, "CrafterNoReward-v1": 
 _ENV_TYPES = ("gymnasium", "gym")
 _TEXT_FORMATS = (None, "state", "balrog")
 _N_ACTIONS = len(_native.ACTION_NAMES)
-
-
-def _is_int(value):
-    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _spaces(height, width):

@@ -43,7 +43,8 @@ except ImportError as _e:  # pragma: no cover - the message is the point
         "pip install stable-baselines3"
     ) from _e
 
-from .vector import ACHIEVEMENT_NAMES, ITEM_NAMES, VectorEnv, _is_int, make_vec_env
+from ._args import _is_int
+from .vector import ACHIEVEMENT_NAMES, ITEM_NAMES, VectorEnv, make_vec_env
 
 __all__ = ["CrafterVecEnv"]
 

@@ -6,14 +6,13 @@ num_envs=n)`` returns it (the id's ``vector_entry_point`` is :func:`make_vec_env
 gymnasium it is the same env on a small stand-in base.
 """
 
-import numbers
 import threading
 import warnings
 
 import numpy as np
 
 from . import _native, _vector_state
-from ._args import _crafter_assets_hint, _engine_seed, _length, _pair, _textures_arg
+from ._args import _crafter_assets_hint, _engine_seed, _is_int, _length, _pair, _textures_arg
 
 ACTION_NAMES = tuple(_native.ACTION_NAMES)
 ITEM_NAMES = tuple(_native.ITEM_NAMES)
@@ -77,10 +76,6 @@ def _autoreset_value(mode):
 
 def _autoreset_mode(value):
     return _AutoresetMode(value) if _AutoresetMode is not None else value
-
-
-def _is_int(value):
-    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 if _gym is not None:
@@ -617,8 +612,7 @@ def make_vec_env(num_envs=1, max_episode_steps=None, **kwargs):
     steps is truncated. Here it caps crafter's own ``length`` (the env runs
     ``min(length, max_episode_steps)`` steps; None or -1 leaves ``length`` alone)."""
     if max_episode_steps is not None and max_episode_steps != -1:
-        if isinstance(max_episode_steps, (bool, np.bool_)) or not isinstance(max_episode_steps, (numbers.Integral, np.integer)) \
-                or max_episode_steps < 1:
+        if not _is_int(max_episode_steps) or max_episode_steps < 1:
             raise ValueError(
                 f"max_episode_steps={max_episode_steps!r}: give an int >= 1 (episodes are truncated after "
                 "that many steps), or None or -1 for crafter's own length=")
